@@ -1,0 +1,108 @@
+"""Content-addressed artifact cache. Every artifact has a JSON sidecar saying how it was made.
+
+Layout: <root>/<kind>/<key>/<filename> and <root>/<kind>/<key>/<filename>.json, where <key> is a
+hash of everything that decides the artifact's content (spec, versions, options). An artifact
+is written to a temporary name and renamed into place, so a killed build never leaves a
+half-written file that a later run would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def default_cache_root() -> Path:
+    env = os.environ.get("EDGEBENCH_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "edgebench"
+
+
+def key_of(inputs: dict[str, Any]) -> str:
+    """Stable short hash of a JSON-able description of an artifact's inputs."""
+    payload = json.dumps(inputs, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: Path
+    sidecar: dict[str, Any]
+    reused: bool  # True when it came from the cache
+
+    @property
+    def sha256(self) -> str:
+        return str(self.sidecar["sha256"])
+
+
+class Artifacts:
+    def __init__(self, root: Path | str | None = None) -> None:
+        self.root = Path(root) if root is not None else default_cache_root()
+
+    def path_for(self, kind: str, inputs: dict[str, Any], filename: str) -> Path:
+        return self.root / kind / key_of(inputs) / filename
+
+    def get_or_build(
+        self,
+        kind: str,
+        inputs: dict[str, Any],
+        filename: str,
+        build: Callable[[Path], dict[str, Any]],
+    ) -> Artifact:
+        """Return the cached artifact for `inputs`, or call `build(tmp_path)` to make it.
+
+        `build` writes the artifact to the path it is given and returns extra sidecar fields.
+        A cached artifact whose bytes no longer match its recorded sha256 is rebuilt.
+        """
+        final = self.path_for(kind, inputs, filename)
+        sidecar_path = final.with_name(final.name + ".json")
+        if final.exists() and sidecar_path.exists():
+            try:
+                sidecar = json.loads(sidecar_path.read_text())
+                if sidecar.get("sha256") == sha256_file(final):
+                    return Artifact(final, sidecar, reused=True)
+            except (OSError, json.JSONDecodeError):
+                pass  # unreadable sidecar: rebuild below
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=final.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            extra = build(tmp) or {}
+            sidecar = {"kind": kind, "key": final.parent.name, "inputs": inputs, **extra, "sha256": sha256_file(tmp)}
+            os.replace(tmp, final)
+            write_json_atomic(sidecar_path, sidecar)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        return Artifact(final, sidecar, reused=False)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, default=str)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

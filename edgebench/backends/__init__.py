@@ -1,0 +1,1 @@
+"""Backends: one file per framework behind the contract in base.py."""

@@ -1,0 +1,138 @@
+"""The backend contract: the one seam between edgebench and a framework.
+
+Borrowed in spirit from Polygraphy (lazy loaders, runner lifecycle) and the MLPerf reference
+harness (tiny surface, one file per framework, a null backend). Timing belongs to the runner,
+never to a backend: `Session.infer()` only has to return when its batch is done.
+
+Everything a worker process needs travels as a `Prepared` (plain data, picklable), so the
+`process` mode (multiprocessing spawn) and the `streams` mode (threads) share one code path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.artifacts import Artifacts
+    from edgebench.config import RunConfig
+
+
+@dataclass(frozen=True)
+class ModelArtifact:
+    """The model a backend prepares from: an ONNX file for one precision, plus its identity."""
+
+    model: str
+    precision: str
+    onnx_path: str
+    sha256: str
+    input_name: str
+    input_shape: tuple[int, ...]  # per-sample, without batch
+    input_dtype: str = "float32"
+    weights: str = "random-init"
+    sidecar: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What `Backend.open` needs, as plain picklable data (sent to spawned workers)."""
+
+    backend: str
+    model_path: str
+    input_name: str
+    input_shape: tuple[int, ...]  # full shape, batch first
+    input_dtype: str
+    precision: str
+    options: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)  # recorded in the row (provider, hashes, ...)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one instance runs: device label ('cpu', 'cuda:0', 'dla0'), its index, its CPU threads."""
+
+    device: str
+    instance: int
+    threads: int = 1
+
+
+class Session(Protocol):
+    def feed(self, inputs: dict[str, np.ndarray]) -> None:
+        """Stage inputs on the device once; later infer() calls reuse them."""
+
+    def infer(self) -> None:
+        """Run one batch; return when it is done."""
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Copy the last outputs back to host memory (accuracy checks only)."""
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def supports(self, cfg: RunConfig, env: Env) -> str | None:
+        """None when `cfg` can run here, else the reason it cannot (shown in the skipped row)."""
+
+    def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
+        """Build whatever is needed once (engines, optimized graphs); cached by the caller's cache."""
+
+    def open(self, prepared: Prepared, placement: Placement) -> Session:
+        """One session per instance; called inside the instance's process or thread."""
+
+
+@dataclass(frozen=True)
+class Env:
+    """What this machine offers, detected once; backends decide `supports()` from it."""
+
+    cpu_count: int
+    machine: str
+    ort_version: str | None = None
+    ort_providers: tuple[str, ...] = ()
+    ort_missing_reason: str | None = None
+    cuda_devices: int = 0
+
+    @classmethod
+    def detect(cls) -> Env:
+        import platform
+
+        cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        ort_version = None
+        providers: tuple[str, ...] = ()
+        missing = None
+        try:
+            import onnxruntime as ort
+
+            ort_version = ort.__version__
+            providers = tuple(ort.get_available_providers())
+        except ImportError as exc:
+            missing = f"onnxruntime is not installed ({exc.msg}); pip install 'edgebench[ort]'"
+        return cls(
+            cpu_count=cpu,
+            machine=platform.machine(),
+            ort_version=ort_version,
+            ort_providers=providers,
+            ort_missing_reason=missing,
+            cuda_devices=_count_cuda_devices(),
+        )
+
+
+def _count_cuda_devices() -> int:
+    """Count NVIDIA GPUs without importing a framework (driver's /proc entries)."""
+    root = "/proc/driver/nvidia/gpus"
+    try:
+        return len(os.listdir(root))
+    except OSError:
+        return 0
+
+
+def make_input(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    """The deterministic synthetic input every backend and the FP32 reference share."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)

@@ -1,0 +1,446 @@
+"""Profiles, model specs and run configurations: typed, validated, immutable.
+
+A profile is a YAML file under profiles/ (or any path); it may `extends:` another
+profile, whose values it overrides key by key (mappings merge, lists replace).
+A model spec is a YAML file under models/. Every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROFILES_DIR = PROJECT_ROOT / "profiles"
+MODELS_DIR = PROJECT_ROOT / "models"
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp", "int8")
+MODES = ("process", "streams")
+MODEL_SOURCES = ("torchvision", "builtin", "onnx")
+DTYPES = ("float32",)
+
+
+# --------------------------------------------------------------------------- schema
+
+@dataclass(frozen=True)
+class Field:
+    kind: str  # "str", "int", "float", "bool", "list[str]", "list[int]", "list[list[str]]", "map", "int|auto", "str|none"
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    doc: str = ""
+
+
+# profile schema: section -> field -> Field. Top-level scalars live in section "".
+PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
+    "": {
+        "name": Field("str", doc="profile name"),
+        "description": Field("str", "", doc="one line shown by `edgebench profiles`"),
+        "extends": Field("str|none", None, doc="profile this one overrides"),
+        "device": Field("str", "host", doc="kind of device: host, dgpu, jetson"),
+    },
+    "sweep": {
+        "models": Field("list[str]", ["tiny_cnn"]),
+        "precisions": Field("list[str]", ["fp32"]),
+        "batches": Field("list[int]", [1], minimum=1),
+        "instances": Field("list[int]", [1], minimum=1),
+        "modes": Field("list[str]", ["process"]),
+        "backends": Field("list[str]", ["ort"]),
+        "accelerator": Field("str", "cpu", doc="placement of every instance when `placements` is not given"),
+        "placements": Field("list[list[str]]", None, doc="explicit placement sets; each set's length is its instance count"),
+    },
+    "run": {
+        "warmup_s": Field("float", 1.0, minimum=0.0),
+        "duration_s": Field("float", 5.0, minimum=0.1, doc="minimum measured window"),
+        "max_duration_s": Field("float", 60.0, minimum=0.1, doc="the window never runs longer"),
+        "min_inferences": Field("int", 662, minimum=1, doc="window extends until this many inferences (p99 needs 662)"),
+        "threads_per_instance": Field("int|auto", "auto", doc="CPU threads per instance; auto = cores // instances"),
+        "sub_windows": Field("int", 5, minimum=2, doc="throughput stability is checked across this many sub-windows"),
+        "stability_tolerance_pct": Field("float", 15.0, minimum=0.0),
+        "load_timeout_s": Field("float", 300.0, minimum=1.0),
+        "barrier_timeout_s": Field("float", 120.0, minimum=1.0),
+        "collect_timeout_s": Field("float", 60.0, minimum=1.0),
+        "seed": Field("int", 0),
+        "accuracy_samples": Field("int", 16, minimum=0, doc="fixed inputs compared against FP32 (0 = off)"),
+    },
+    "telemetry": {
+        "samplers": Field("list[str]", ["host"]),
+        "interval_s": Field("float", 0.1, minimum=0.005),
+        "idle_baseline_s": Field("float", 0.0, minimum=0.0),
+    },
+    "calibration": {
+        "source": Field("str", "synthetic", doc="'synthetic' or a folder of images / .npy files"),
+        "samples": Field("int", 32, minimum=1),
+        "seed": Field("int", 0),
+    },
+}
+
+MODEL_SCHEMA: dict[str, Field] = {
+    "name": Field("str"),
+    "description": Field("str", ""),
+    "source": Field("str", choices=MODEL_SOURCES),
+    "arch": Field("str", "", doc="torchvision constructor or builtin model name"),
+    "weights": Field("str|none", None, doc="local .pth state_dict; random init when absent"),
+    "onnx_path": Field("str|none", None, doc="for source: onnx"),
+    "input_name": Field("str", "input"),
+    "input_shape": Field("list[int]", minimum=1, doc="per-sample shape, without the batch axis"),
+    "input_dtype": Field("str", "float32", choices=DTYPES),
+    "output_name": Field("str", "output"),
+    "num_classes": Field("int", 1000, minimum=1),
+    "dynamic_batch": Field("bool", True),
+    "opset": Field("int", 17, minimum=7),
+    "parity_atol": Field("float", 1e-3, minimum=0.0),
+}
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "str|none":
+        return value is None or isinstance(value, str)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "int|auto":
+        return value == "auto" or (isinstance(value, int) and not isinstance(value, bool))
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "map":
+        return isinstance(value, Mapping)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "list[int]":
+        return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if kind == "list[list[str]]":
+        return value is None or (
+            isinstance(value, list)
+            and all(isinstance(s, list) and s and all(isinstance(v, str) for v in s) for s in value)
+        )
+    raise AssertionError(f"unknown schema kind {kind}")
+
+
+def _check_value(source: str, name: str, spec: Field, value: Any) -> Any:
+    if not _type_ok(spec.kind, value):
+        raise ConfigError(source, name, f"expected {spec.kind}, got {type(value).__name__} {value!r}")
+    if spec.kind.startswith("list") and value is not None and len(value) == 0:
+        raise ConfigError(source, name, "must not be empty")
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if spec.choices is not None and item not in spec.choices:
+            raise ConfigError(source, name, f"{item!r} is not one of {', '.join(map(str, spec.choices))}")
+        if spec.minimum is not None and isinstance(item, (int, float)) and item < spec.minimum:
+            raise ConfigError(source, name, f"{item!r} is below the minimum {spec.minimum}")
+    if spec.kind == "float" and value is not None:
+        return float(value)
+    return value
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), "", f"not valid YAML: {exc}".replace("\n", " ")) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "", f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+# --------------------------------------------------------------------------- profiles
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    device: str
+    source: str  # file it came from (and its parents)
+    sweep: Mapping[str, Any]
+    run: Mapping[str, Any]
+    telemetry: Mapping[str, Any]
+    calibration: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "device": self.device,
+            "source": self.source,
+            "sweep": dict(self.sweep),
+            "run": dict(self.run),
+            "telemetry": dict(self.telemetry),
+            "calibration": dict(self.calibration),
+        }
+
+    def with_overrides(self, section: str, **values: Any) -> Profile:
+        """A copy with some values of one section replaced (validated like the file)."""
+        current = dict(getattr(self, section))
+        for key, value in values.items():
+            if value is None:
+                continue
+            spec = PROFILE_SCHEMA[section].get(key)
+            if spec is None:
+                raise ConfigError("command line", f"{section}.{key}", "unknown option")
+            current[key] = _check_value("command line", f"{section}.{key}", spec, value)
+        data = self.to_dict()
+        data[section] = current
+        prof = Profile(**data)
+        _check_profile_semantics(prof)
+        return prof
+
+
+def profile_path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return path
+    candidate = PROFILES_DIR / f"{name_or_path}.yaml"
+    if candidate.exists():
+        return candidate
+    known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
+    raise ConfigError(str(name_or_path), "", f"unknown profile (known: {known})")
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _raw_profile(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], str]:
+    if path.resolve() in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path))
+        raise ConfigError(str(path), "extends", f"circular extends: {chain}")
+    data = _read_yaml(path)
+    _check_keys(str(path), data)
+    parent = data.get("extends")
+    if parent is None:
+        return data, str(path)
+    if not isinstance(parent, str):
+        raise ConfigError(str(path), "extends", f"expected a profile name, got {parent!r}")
+    try:
+        parent_path = profile_path(parent)
+    except ConfigError as exc:
+        raise ConfigError(str(path), "extends", exc.problem) from None
+    parent_data, parent_source = _raw_profile(parent_path, (*seen, path.resolve()))
+    parent_data = {k: v for k, v in parent_data.items() if k != "name"}  # a name is never inherited
+    merged = _merge(parent_data, {k: v for k, v in data.items() if k != "extends"})
+    return merged, f"{path} (extends {parent_source})"
+
+
+def _check_keys(source: str, data: dict[str, Any]) -> None:
+    for key, value in data.items():
+        if key in PROFILE_SCHEMA[""]:
+            continue
+        if key not in PROFILE_SCHEMA:
+            raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(set(PROFILE_SCHEMA) - {''} | set(PROFILE_SCHEMA[''])))})")
+        if not isinstance(value, dict):
+            raise ConfigError(source, key, f"expected a mapping, got {type(value).__name__}")
+        for sub in value:
+            if sub not in PROFILE_SCHEMA[key]:
+                raise ConfigError(source, f"{key}.{sub}", f"unknown key (known: {', '.join(sorted(PROFILE_SCHEMA[key]))})")
+
+
+def load_profile(name_or_path: str) -> Profile:
+    path = profile_path(name_or_path)
+    data, source = _raw_profile(path)
+    return profile_from_dict(data, source, default_name=path.stem)
+
+
+def profile_from_dict(data: dict[str, Any], source: str, default_name: str = "custom") -> Profile:
+    _check_keys(source, data)
+    top: dict[str, Any] = {}
+    for key, spec in PROFILE_SCHEMA[""].items():
+        if key == "extends":
+            continue
+        value = data.get(key, default_name if key == "name" else spec.default)
+        top[key] = _check_value(source, key, spec, value)
+    sections: dict[str, dict[str, Any]] = {}
+    for section, fields in PROFILE_SCHEMA.items():
+        if section == "":
+            continue
+        given = data.get(section, {}) or {}
+        values = {}
+        for key, spec in fields.items():
+            values[key] = _check_value(source, f"{section}.{key}", spec, given.get(key, spec.default))
+        sections[section] = values
+    prof = Profile(source=source, **top, **sections)
+    _check_profile_semantics(prof)
+    return prof
+
+
+def _check_profile_semantics(prof: Profile) -> None:
+    src = prof.source
+    for p in prof.sweep["precisions"]:
+        if p not in PRECISIONS:
+            raise ConfigError(src, "sweep.precisions", f"{p!r} is not one of {', '.join(PRECISIONS)}")
+    for m in prof.sweep["modes"]:
+        if m not in MODES:
+            raise ConfigError(src, "sweep.modes", f"{m!r} is not one of {', '.join(MODES)}")
+    if prof.run["max_duration_s"] < prof.run["duration_s"]:
+        raise ConfigError(
+            src, "run.max_duration_s",
+            f"{prof.run['max_duration_s']} is shorter than run.duration_s {prof.run['duration_s']}",
+        )
+    tpi = prof.run["threads_per_instance"]
+    if tpi != "auto" and tpi < 1:
+        raise ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'")
+
+
+def list_profiles() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(PROFILES_DIR.glob("*.yaml")):
+        try:
+            out.append((path.stem, load_profile(str(path)).description))
+        except ConfigError as exc:
+            out.append((path.stem, f"BROKEN: {exc}"))
+    return out
+
+
+# --------------------------------------------------------------------------- models
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    source: str
+    input_shape: tuple[int, ...]
+    description: str = ""
+    arch: str = ""
+    weights: str | None = None
+    onnx_path: str | None = None
+    input_name: str = "input"
+    input_dtype: str = "float32"
+    output_name: str = "output"
+    num_classes: int = 1000
+    dynamic_batch: bool = True
+    opset: int = 17
+    parity_atol: float = 1e-3
+    spec_file: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["input_shape"] = list(self.input_shape)
+        return d
+
+    @property
+    def weights_label(self) -> str:
+        """What the row says about weights: 'random-init' or the weights file name."""
+        if self.source == "onnx":
+            return "from-onnx"
+        if self.weights and Path(self.weights).exists():
+            return Path(self.weights).name
+        return "random-init"
+
+
+def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
+    for key in data:
+        if key not in MODEL_SCHEMA:
+            raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(MODEL_SCHEMA))})")
+    values: dict[str, Any] = {}
+    for key, spec in MODEL_SCHEMA.items():
+        if key not in data and spec.default is None and key not in ("weights", "onnx_path"):
+            raise ConfigError(source, key, "is required")
+        values[key] = _check_value(source, key, spec, data.get(key, spec.default))
+    if values["source"] in ("torchvision", "builtin") and not values["arch"]:
+        raise ConfigError(source, "arch", f"is required for source {values['source']}")
+    if values["source"] == "onnx" and not values["onnx_path"]:
+        raise ConfigError(source, "onnx_path", "is required for source onnx")
+    values["input_shape"] = tuple(values["input_shape"])
+    return ModelSpec(spec_file=source, **values)
+
+
+def load_model_spec(name: str) -> ModelSpec:
+    path = MODELS_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in MODELS_DIR.glob("*.yaml")))
+        raise ConfigError(f"models/{name}.yaml", "", f"unknown model {name!r} (known: {known})")
+    data = _read_yaml(path)
+    spec = model_spec_from_dict(data, str(path))
+    if spec.name != name:
+        raise ConfigError(str(path), "name", f"{spec.name!r} does not match the file name {name!r}")
+    return spec
+
+
+def list_models() -> list[str]:
+    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+
+
+# --------------------------------------------------------------------------- run configs
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One row of a sweep: everything that decides what is measured."""
+
+    model: str
+    backend: str
+    precision: str
+    batch: int
+    placements: tuple[str, ...]  # one per instance, e.g. ("cpu", "cpu") or ("gpu", "dla0")
+    mode: str = "process"
+    threads_per_instance: int = 1
+    warmup_s: float = 1.0
+    duration_s: float = 5.0
+    max_duration_s: float = 60.0
+    min_inferences: int = 662
+    sub_windows: int = 5
+    stability_tolerance_pct: float = 15.0
+    load_timeout_s: float = 300.0
+    barrier_timeout_s: float = 120.0
+    collect_timeout_s: float = 60.0
+    seed: int = 0
+    accuracy_samples: int = 16
+    options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)  # backend options, sorted
+
+    def __post_init__(self) -> None:
+        if self.batch < 1:
+            raise ConfigError("run config", "batch", f"{self.batch} must be >= 1")
+        if not self.placements:
+            raise ConfigError("run config", "instances", "must be >= 1")
+        if self.mode not in MODES:
+            raise ConfigError("run config", "mode", f"{self.mode!r} is not one of {', '.join(MODES)}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError("run config", "precision", f"{self.precision!r} is not one of {', '.join(PRECISIONS)}")
+        if self.max_duration_s < self.duration_s:
+            raise ConfigError("run config", "max_duration_s", "is shorter than duration_s")
+
+    @property
+    def instances(self) -> int:
+        return len(self.placements)
+
+    @property
+    def placement(self) -> str:
+        """Row label: placements joined with '+', e.g. 'cpu+cpu', 'gpu+dla0'."""
+        return "+".join(self.placements)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return dict(self.options).get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["placements"] = list(self.placements)
+        d["options"] = dict(self.options)
+        return d
+
+    def config_hash(self) -> str:
+        """Stable identity of what is measured (used by --resume)."""
+        payload = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def label(self) -> str:
+        return f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"

@@ -1,0 +1,30 @@
+"""Errors a user can act on. Each names the file / field / instance it is about."""
+
+from __future__ import annotations
+
+
+class EdgebenchError(Exception):
+    """Base class: the CLI prints these as one line, never a traceback."""
+
+
+class ConfigError(EdgebenchError):
+    """A profile or model spec is wrong. The message names the file and the field."""
+
+    def __init__(self, source: str, field: str, problem: str) -> None:
+        self.source = source
+        self.field = field
+        self.problem = problem
+        where = f"{source}: field '{field}'" if field else source
+        super().__init__(f"{where}: {problem}")
+
+
+class ModelError(EdgebenchError):
+    """An ONNX file or a model spec cannot be used (corrupt, wrong shape, unknown)."""
+
+
+class BackendError(EdgebenchError):
+    """A backend could not prepare or open a session."""
+
+
+class InstanceError(EdgebenchError):
+    """One instance of a run failed; the message names the instance."""

@@ -1,0 +1,1 @@
+"""Results: column schema, atomic row store, summaries."""

@@ -1,0 +1,1 @@
+"""Runner: N instances, one barrier, a fixed window, per-inference timestamps."""
