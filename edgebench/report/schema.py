@@ -1,0 +1,108 @@
+"""The columns of results.csv, in order, each with its unit and meaning.
+
+One row = one RunConfig measured once. Units are in the names (`_ms`, `_mj`, `_w`, `_pct`,
+`_ips`, `_mib`, `_s`); an empty cell means "not measured here" and never 0. The required
+columns come first so that a results.csv reads well in a spreadsheet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    unit: str  # "" for labels and identifiers
+    description: str
+
+
+STATUSES = ("ok", "skipped", "failed", "invalid")
+
+COLUMNS: list[Column] = [
+    # --- what was measured (required)
+    Column("model", "", "model name (models/<model>.yaml)"),
+    Column("backend", "", "backend that ran it: ort, torch, trt, null"),
+    Column("precision", "", "fp32, tf32, fp16, bf16, amp or int8"),
+    Column("batch", "samples", "input samples (images) per inference"),
+    Column("instances", "", "concurrent instances measured together"),
+    Column("mode", "", "process (one OS process per instance) or streams (one process, N streams)"),
+    Column("placement", "", "device of each instance joined with '+', e.g. cpu+cpu, gpu+dla0"),
+    # --- results (required)
+    Column("throughput_ips", "samples/s",
+           "input samples (images) per second over the overlap window, summed over instances"),
+    Column("latency_ms_p50", "ms", "median latency of one inference (one batch), all instances pooled"),
+    Column("latency_ms_p90", "ms", "90th percentile latency of one inference (one batch)"),
+    Column("latency_ms_p99", "ms", "99th percentile latency of one inference (one batch)"),
+    Column("power_w_mean", "W", "mean board/package power over the window (energy_j / window_s); empty when not measurable"),
+    Column("energy_per_inference_mj", "mJ",
+           "energy per input sample (per image, not per batch): energy_j * 1000 / samples; empty without energy"),
+    Column("status", "", "ok, skipped, failed or invalid"),
+    Column("reason", "", "why the row is skipped, failed or invalid (empty when ok)"),
+    # --- identity and provenance
+    Column("run_id", "", "the run directory's id (runs/<run_id>)"),
+    Column("row_index", "", "position of this config in the planned sweep (0-based)"),
+    Column("config_hash", "", "hash of the RunConfig; --resume skips configs with an ok/invalid/skipped row"),
+    Column("started_utc", "", "UTC start of the row's measurement, ISO 8601"),
+    Column("weights", "", "weights used: a file name or random-init"),
+    Column("threads_per_instance", "threads", "CPU threads given to each instance"),
+    Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider"),
+    # --- the window
+    Column("window_s", "s", "length of the overlap window [latest instance start, earliest instance end]"),
+    Column("inferences", "inferences", "inferences (batches) completed inside the window, all instances"),
+    Column("samples", "samples", "input samples completed inside the window: inferences * batch"),
+    Column("warmup_s", "s", "warm-up each instance ran before the barrier"),
+    # --- latency details
+    Column("latency_ms_min", "ms", "fastest inference (one batch)"),
+    Column("latency_ms_mean", "ms", "mean latency of one inference (one batch)"),
+    Column("latency_ms_p95", "ms", "95th percentile latency of one inference (one batch)"),
+    Column("latency_ms_max", "ms", "slowest inference (one batch) inside the window"),
+    Column("per_instance_ips", "samples/s", "throughput of each instance in instance order, ';'-joined"),
+    Column("stability_pct", "%",
+           "spread of throughput across sub-windows: (max - min) / mean * 100; invalid above the tolerance"),
+    # --- power and energy
+    Column("power_w_max", "W", "highest power sample inside the window"),
+    Column("energy_j", "J", "energy over the window, all instances"),
+    Column("energy_source", "",
+           "counter:<hw> (hardware energy counter), integrated (power samples integrated), or none: <why>"),
+    Column("power_w_idle", "W", "idle power measured before the sweep (empty without an idle baseline)"),
+    Column("energy_per_inference_dynamic_mj", "mJ",
+           "energy per input sample above the idle baseline: (power_w_mean - power_w_idle) * window_s * 1000 / samples"),
+    Column("telemetry_source", "", "sampler(s) the power/utilization columns come from, e.g. host"),
+    Column("telemetry_samples", "samples", "telemetry samples inside the window"),
+    Column("telemetry_interval_s", "s", "sampling interval the sampler used"),
+    Column("telemetry_notes", "", "stated absences from the samplers, e.g. 'RAPL not readable: ...'"),
+    # --- utilization
+    Column("cpu_util_pct_mean", "%", "mean busy share of all host CPU cores over the window"),
+    Column("proc_cpu_pct_mean", "%", "mean CPU of the instance processes, % of one core (can exceed 100)"),
+    Column("rss_mib_max", "MiB", "peak resident memory of the instance processes (and children), summed"),
+    Column("mem_used_mib_max", "MiB", "peak system memory in use (total - available)"),
+    Column("gpu_util_pct_mean", "%", "mean GPU utilization over the window (GPU samplers only)"),
+    Column("throttled", "", "true when the device reported thermal/power throttling in the window"),
+    # --- accuracy vs the FP32 reference on fixed inputs
+    Column("accuracy_samples", "samples", "fixed inputs compared against the FP32 reference"),
+    Column("accuracy_top1_agreement_pct", "%", "share of inputs whose top-1 class equals the FP32 reference's"),
+    Column("accuracy_max_abs_err", "", "largest absolute difference of any output value vs FP32 (output units)"),
+    Column("accuracy_cosine_min", "", "lowest cosine similarity of an output vector vs FP32 (1 = identical)"),
+    Column("tensor_core_evidence", "", "what shows tensor cores / the precision ran (e.g. engine layer precisions)"),
+    # --- artifacts
+    Column("onnx_sha256", "", "sha256 of the ONNX file the backend prepared from"),
+    Column("artifact_dir", "", "folder of this row's per-row files (latencies, telemetry timeline)"),
+    Column("edgebench_version", "", "edgebench version that wrote the row"),
+]
+
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+
+REQUIRED = (
+    "model", "backend", "precision", "batch", "instances", "mode", "placement", "throughput_ips",
+    "latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "power_w_mean", "energy_per_inference_mj",
+    "status", "reason",
+)
+
+
+def column(name: str) -> Column:
+    for col in COLUMNS:
+        if col.name == name:
+            return col
+    raise KeyError(f"no results column {name!r}")
+
