@@ -1,0 +1,140 @@
+"""ONNX Runtime backend.
+
+Placements map to execution providers: 'cpu' -> CPUExecutionProvider; 'cuda' / 'cuda:N' ->
+CUDAExecutionProvider (device N) with inputs and outputs bound on the device through IOBinding,
+so infer() measures the model, not host<->device copies. Precision comes from the artifact
+(fp32 / fp16 / int8-QDQ ONNX), never from a runtime flag.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
+from edgebench.errors import BackendError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.artifacts import Artifacts
+    from edgebench.config import RunConfig
+
+ONNX_PRECISIONS = ("fp32", "fp16", "int8")
+
+
+def provider_for(device: str) -> tuple[str, dict[str, Any]] | None:
+    """The execution provider (and options) a placement label asks for; None when ORT has none."""
+    if device == "cpu":
+        return "CPUExecutionProvider", {}
+    if device in ("cuda", "gpu"):
+        return "CUDAExecutionProvider", {"device_id": 0}
+    if device.startswith("cuda:") and device[5:].isdigit():
+        return "CUDAExecutionProvider", {"device_id": int(device[5:])}
+    return None
+
+
+class OrtBackend:
+    name = "ort"
+
+    def supports(self, cfg: RunConfig, env: Env) -> str | None:
+        if env.ort_missing_reason:
+            return env.ort_missing_reason
+        if cfg.precision not in ONNX_PRECISIONS:
+            return (
+                f"ort runs the precision stored in the ONNX ({', '.join(ONNX_PRECISIONS)}); "
+                f"{cfg.precision} is a runtime mode of the torch/TensorRT backends"
+            )
+        for device in set(cfg.placements):
+            provider = provider_for(device)
+            if provider is None:
+                return f"placement {device!r} has no ONNX Runtime execution provider (DLA needs the trt backend)"
+            name, opts = provider
+            if name not in env.ort_providers:
+                return f"{name} is not available in this onnxruntime (providers: {', '.join(env.ort_providers)})"
+            if name == "CUDAExecutionProvider" and opts["device_id"] >= max(env.cuda_devices, 1):
+                return f"placement {device!r}: this machine has {env.cuda_devices} CUDA device(s)"
+            if name == "CPUExecutionProvider" and cfg.precision == "fp16":
+                # Measured with onnxruntime 1.31 on x86-64: the CPU EP has no float16 Conv kernel, so an
+                # fp16 graph either fails to load or runs cast-wrapped fp32 — neither is an fp16 result.
+                return "CPUExecutionProvider has no float16 Conv/Gemm kernels; fp16 needs a GPU provider"
+        return None
+
+    def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
+        providers = sorted({provider_for(d)[0] for d in cfg.placements})  # type: ignore[index]
+        return Prepared(
+            backend=self.name,
+            model_path=model.onnx_path,
+            input_name=model.input_name,
+            input_shape=(cfg.batch, *model.input_shape),
+            input_dtype=model.input_dtype,
+            precision=model.precision,
+            options=dict(cfg.options),
+            info={"provider": "+".join(providers), "onnx_sha256": model.sha256},
+        )
+
+    def open(self, prepared: Prepared, placement: Placement) -> OrtSession:
+        return OrtSession(prepared, placement)
+
+
+class OrtSession:
+    def __init__(self, prepared: Prepared, placement: Placement) -> None:
+        import onnxruntime as ort
+
+        provider = provider_for(placement.device)
+        if provider is None:
+            raise BackendError(f"instance {placement.instance}: no ONNX Runtime provider for {placement.device!r}")
+        name, opts = provider
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = placement.threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.log_severity_level = 3
+        providers: list[Any] = [(name, opts)] if name == "CPUExecutionProvider" else [(name, opts), "CPUExecutionProvider"]
+        try:
+            self._sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=providers)
+        except Exception as exc:  # ORT raises its own exception types for bad files / missing kernels
+            raise BackendError(f"{prepared.model_path}: ONNX Runtime could not load it: {exc}") from None
+        if name not in self._sess.get_providers():
+            raise BackendError(f"instance {placement.instance}: {name} was requested but ORT fell back to "
+                               f"{self._sess.get_providers()}")
+        self._device = "cuda" if name == "CUDAExecutionProvider" else "cpu"
+        self._device_id = int(opts.get("device_id", 0))
+        self._output_names = [o.name for o in self._sess.get_outputs()]
+        self._feed: dict[str, np.ndarray] = {}
+        self._binding: Any = None
+        self._last: list[Any] | None = None
+
+    def feed(self, inputs: dict[str, np.ndarray]) -> None:
+        self._feed = dict(inputs)
+        if self._device == "cpu":
+            self._binding = None
+            return
+        import onnxruntime as ort
+
+        binding = self._sess.io_binding()
+        for key, arr in inputs.items():
+            value = ort.OrtValue.ortvalue_from_numpy(arr, "cuda", self._device_id)
+            binding.bind_ortvalue_input(key, value)
+        for out in self._output_names:
+            binding.bind_output(out, "cuda", self._device_id)
+        self._binding = binding
+
+    def infer(self) -> None:
+        if self._binding is None:
+            self._last = self._sess.run(self._output_names, self._feed)
+        else:
+            self._sess.run_with_iobinding(self._binding)
+            self._binding.synchronize_outputs()
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        if self._binding is not None:
+            return dict(zip(self._output_names, self._binding.copy_outputs_to_cpu()))
+        if self._last is None:
+            self.infer()
+        assert self._last is not None
+        return dict(zip(self._output_names, self._last))
+
+    def close(self) -> None:
+        self._binding = None
+        self._sess = None  # type: ignore[assignment]

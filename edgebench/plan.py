@@ -1,0 +1,99 @@
+"""Expand a profile's sweep into RunConfigs; impossible ones are kept WITH the reason they are skipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from edgebench.config import Profile, RunConfig, list_models
+from edgebench.errors import ConfigError, EdgebenchError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgebench.backends.base import Env
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    cfg: RunConfig
+    skip_reason: str | None  # None = will run
+
+
+def placement_sets(profile: Profile) -> list[tuple[str, ...]]:
+    """Explicit `sweep.placements`, else `sweep.instances` copies of `sweep.accelerator`."""
+    explicit = profile.sweep.get("placements")
+    if explicit:
+        return [tuple(s) for s in explicit]
+    acc = profile.sweep["accelerator"]
+    return [(acc,) * n for n in profile.sweep["instances"]]
+
+
+def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
+    tpi = profile.run["threads_per_instance"]
+    if tpi == "auto":
+        return max(1, cpu_count // instances)
+    return int(tpi)
+
+
+def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list[PlannedRun]:
+    """Every combination of the sweep, in a stable order (model, backend, precision, batch, placements, mode).
+
+    `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx).
+    """
+    from edgebench.backends.registry import get_backend
+
+    models = [onnx_model] if onnx_model else list(profile.sweep["models"])
+    if not onnx_model:
+        known = set(list_models())
+        for m in models:
+            if m not in known:
+                raise ConfigError(profile.source, "sweep.models", f"unknown model {m!r} (known: {', '.join(sorted(known))})")
+    backends = {}
+    for name in profile.sweep["backends"]:
+        try:
+            backends[name] = get_backend(name)
+        except EdgebenchError as exc:
+            raise ConfigError(profile.source, "sweep.backends", str(exc)) from None
+
+    run = profile.run
+    planned: list[PlannedRun] = []
+    for model in models:
+        for backend_name, backend in backends.items():
+            for precision in profile.sweep["precisions"]:
+                for batch in profile.sweep["batches"]:
+                    for placements in placement_sets(profile):
+                        for mode in profile.sweep["modes"]:
+                            cfg = RunConfig(
+                                model=model,
+                                backend=backend_name,
+                                precision=precision,
+                                batch=batch,
+                                placements=placements,
+                                mode=mode,
+                                threads_per_instance=threads_for(profile, len(placements), env.cpu_count),
+                                warmup_s=run["warmup_s"],
+                                duration_s=run["duration_s"],
+                                max_duration_s=run["max_duration_s"],
+                                min_inferences=run["min_inferences"],
+                                sub_windows=run["sub_windows"],
+                                stability_tolerance_pct=run["stability_tolerance_pct"],
+                                load_timeout_s=run["load_timeout_s"],
+                                barrier_timeout_s=run["barrier_timeout_s"],
+                                collect_timeout_s=run["collect_timeout_s"],
+                                seed=run["seed"],
+                                accuracy_samples=run["accuracy_samples"],
+                            )
+                            planned.append(PlannedRun(cfg, backend.supports(cfg, env)))
+    return planned
+
+
+def describe(planned: list[PlannedRun]) -> str:
+    """The --dry-run text: one line per config, with the reason for every skipped one."""
+    lines = []
+    n_run = sum(1 for p in planned if p.skip_reason is None)
+    lines.append(f"{len(planned)} configurations: {n_run} to run, {len(planned) - n_run} skipped")
+    for i, p in enumerate(planned):
+        c = p.cfg
+        head = (f"{i:3d}  {c.model:<20} {c.backend:<5} {c.precision:<5} b{c.batch:<3} "
+                f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
+        lines.append(head + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
+    return "\n".join(lines)

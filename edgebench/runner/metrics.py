@@ -1,0 +1,136 @@
+"""From per-inference timestamps to throughput, latency percentiles, stability, and a validity verdict.
+
+Throughput counts only inferences entirely inside the overlap window
+[latest first-inference start across instances, earliest last-inference end], the span in which
+every instance was running, so staggered starts and stops cannot inflate it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.config import RunConfig
+
+PERCENTILES = (50, 90, 95, 99)
+
+
+def min_inferences_for(percentile: float) -> int:
+    """Inferences needed before a latency percentile is reported.
+
+    MLPerf LoadGen's single-stream floors are 64 for p90 and 662 for p99; the rule
+    n >= log2(100) / -ln(p) reproduces both and gives p50 -> 10, p95 -> 130.
+    """
+    return math.ceil(math.log2(100) / -math.log(percentile / 100.0))
+
+
+MIN_INFERENCES_FOR = {f"p{p}": min_inferences_for(p) for p in PERCENTILES}
+
+
+class Timestamps(Protocol):
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+
+
+@dataclass
+class Summary:
+    window_start_ns: int
+    window_end_ns: int
+    window_s: float
+    inferences: int  # entirely inside the window, all instances
+    samples: int  # inferences * batch
+    throughput_ips: float  # samples per second over the window
+    per_instance_ips: list[float] = field(default_factory=list)
+    latency_ms: dict[str, float | None] = field(default_factory=dict)  # mean p50 p90 p95 p99 max min
+    subwindow_ips: list[float] = field(default_factory=list)
+    stability_pct: float = 0.0  # max |sub - mean| / mean * 100
+
+
+def _empty(n_instances: int) -> Summary:
+    latency: dict[str, float | None] = {k: None for k in ("mean", *MIN_INFERENCES_FOR, "max", "min")}
+    return Summary(0, 0, 0.0, 0, 0, 0.0, [0.0] * n_instances, latency, [], 0.0)
+
+
+def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> Summary:
+    """Throughput, latency and stability over the instances' overlap window.
+
+    Sub-window throughput attributes each inference to the sub-windows it overlaps in proportion
+    to the overlap (an inference spanning a boundary counts partly on each side), so slow models
+    with few inferences per sub-window are not judged unstable from counting granularity alone.
+    An instance without inferences leaves no overlap: the summary is empty (window_s 0).
+    """
+    import numpy as np
+
+    if not instances or any(len(r.start_ns) == 0 for r in instances):
+        return _empty(len(instances))
+    w0 = int(max(int(np.min(r.start_ns)) for r in instances))
+    w1 = int(min(int(np.max(r.end_ns)) for r in instances))
+    if w1 <= w0:
+        return _empty(len(instances))
+    window_s = (w1 - w0) / 1e9
+    starts, ends, per_instance = [], [], []
+    for r in instances:
+        s = np.asarray(r.start_ns, dtype=np.int64)
+        e = np.asarray(r.end_ns, dtype=np.int64)
+        inside = (s >= w0) & (e <= w1)
+        starts.append(s[inside])
+        ends.append(e[inside])
+        per_instance.append(int(inside.sum()) * batch / window_s)
+    s_all = np.concatenate(starts)
+    e_all = np.concatenate(ends)
+    count = int(len(s_all))
+    latency: dict[str, float | None] = {k: None for k in ("mean", *MIN_INFERENCES_FOR, "max", "min")}
+    if count:
+        lat_ms = (e_all - s_all) / 1e6
+        latency["mean"] = float(lat_ms.mean())
+        values = np.percentile(lat_ms, PERCENTILES)
+        for p, v in zip(PERCENTILES, values, strict=True):
+            key = f"p{p}"
+            latency[key] = float(v) if count >= MIN_INFERENCES_FOR[key] else None
+        latency["max"] = float(lat_ms.max())
+        latency["min"] = float(lat_ms.min())
+
+    # each inference occupies [start, end + 1) ns, so zero-length ones still have a place
+    edges = np.linspace(w0, w1 + 1, sub_windows + 1)
+    occupied_end = e_all + 1
+    dur = (occupied_end - s_all).astype(np.float64)
+    sub_ips = []
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        overlap = np.clip(np.minimum(occupied_end, b) - np.maximum(s_all, a), 0.0, None)
+        sub_ips.append(float((overlap / dur).sum()) * batch / ((b - a) / 1e9))
+    mean_ips = sum(sub_ips) / len(sub_ips)
+    stability = max(abs(x - mean_ips) for x in sub_ips) / mean_ips * 100.0 if mean_ips > 0 else 0.0
+    return Summary(
+        window_start_ns=w0,
+        window_end_ns=w1,
+        window_s=window_s,
+        inferences=count,
+        samples=count * batch,
+        throughput_ips=count * batch / window_s,
+        per_instance_ips=per_instance,
+        latency_ms=latency,
+        subwindow_ips=sub_ips,
+        stability_pct=stability,
+    )
+
+
+def judge(summary: Summary, cfg: RunConfig) -> tuple[str, str]:
+    """("ok", "") or ("invalid", reasons joined with "; ")."""
+    reasons = []
+    if summary.window_s < 0.9 * cfg.duration_s:
+        reasons.append(f"window {summary.window_s:.1f} s shorter than required {cfg.duration_s:.1f} s")
+    if summary.inferences < cfg.min_inferences:
+        need = (f"p99 needs {cfg.min_inferences}" if cfg.min_inferences == MIN_INFERENCES_FOR["p99"]
+                else f"min_inferences is {cfg.min_inferences}")
+        reasons.append(f"only {summary.inferences} inferences in the window; {need}")
+    if summary.stability_pct > cfg.stability_tolerance_pct:
+        reasons.append(
+            f"throughput unstable across {len(summary.subwindow_ips)} sub-windows: "
+            f"{summary.stability_pct:.0f}% from the mean"
+        )
+    return ("invalid", "; ".join(reasons)) if reasons else ("ok", "")

@@ -1,0 +1,486 @@
+"""N instances, one barrier, one measured window, every phase under a deadline.
+
+`run_instances` always runs instances in spawned children (never fork): mode "process" starts one
+child per instance, mode "streams" one child running every instance in a thread. Each child sits
+in its own process group, so a failing run is cleaned up with os.killpg (SIGTERM, then SIGKILL).
+
+Phases and their deadlines (RunConfig):
+  load+warmup  children open sessions, warm up, report ready       load_timeout_s
+  barrier      all instances and the orchestrator pass one barrier  barrier_timeout_s
+  measure      until duration_s has passed and min_inferences were done, or max_duration_s
+  collect      children finish their last inference and send timestamps    collect_timeout_s
+An instance fault (exception, non-zero exit, death by signal, missed deadline, broken barrier) gives
+RunOutcome(status="failed", reason=...) naming the instance, pid, placement, phase and cause; it is
+never raised. Errors of the caller (bad backend name, bad accuracy inputs) raise EdgebenchError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import pickle
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from edgebench.errors import ConfigError
+from edgebench.runner import worker
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.backends.base import Prepared
+    from edgebench.config import RunConfig
+    from edgebench.telemetry.base import Sampler, Timeline
+
+POLL_S = 0.01  # how often the orchestrator looks at messages, exits and the inference counters
+TERM_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+_ENV_LOCK = threading.Lock()
+
+
+@dataclass
+class InstanceResult:
+    instance: int
+    placement: str
+    pid: int | None
+    start_ns: np.ndarray  # int64, one per inference of the measured phase (time.monotonic_ns)
+    end_ns: np.ndarray
+    error: str | None = None  # None when this instance finished fine
+
+
+@dataclass
+class RunOutcome:
+    status: str  # "ok" or "failed"
+    reason: str  # "" when ok; else names the instance, pid, placement, phase and cause
+    instances: list[InstanceResult]
+    measure_start_ns: int  # barrier release, before every instance's first timed inference (0: not reached)
+    measure_end_ns: int  # stop signalled (0 when never reached)
+    timelines: list[Timeline] = field(default_factory=list)  # one per sampler started
+    accuracy_outputs: dict[str, np.ndarray] | None = None  # instance 0's outputs on accuracy_inputs
+    threads_per_instance: int = 1
+    phase_s: dict[str, float] = field(default_factory=dict)  # load_warmup, measure, collect
+
+
+def run_instances(
+    cfg: RunConfig,
+    prepared: Prepared,
+    *,
+    samplers: Sequence[Sampler] = (),
+    accuracy_inputs: np.ndarray | None = None,
+    on_measure_start: Callable[[list[int]], None] | None = None,
+) -> RunOutcome:
+    """Run cfg.instances instances of `prepared` and return their per-inference timestamps."""
+    from edgebench.backends.registry import backend_target
+
+    backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
+    if accuracy_inputs is not None:
+        sample = tuple(prepared.input_shape[1:])
+        if accuracy_inputs.ndim != len(sample) + 1 or tuple(accuracy_inputs.shape[1:]) != sample or len(accuracy_inputs) == 0:
+            raise ConfigError(
+                "run_instances", "accuracy_inputs",
+                f"shape {list(accuracy_inputs.shape)} is not [N>=1, {', '.join(map(str, sample))}]",
+            )
+    run = _Run(cfg, prepared, samplers, accuracy_inputs, on_measure_start)
+    try:
+        return run.execute()
+    finally:
+        run.cleanup()
+
+
+@dataclass
+class _Child:
+    proc: Any
+    conn: Any
+    instances: tuple[int, ...]
+    own_group: bool = False  # it has called setsid (it sent a message, or getpgid said so)
+    exited: bool = False
+
+
+class _Run:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        prepared: Prepared,
+        samplers: Sequence[Sampler],
+        accuracy_inputs: np.ndarray | None,
+        on_measure_start: Callable[[list[int]], None] | None,
+    ) -> None:
+        import multiprocessing
+
+        self.cfg = cfg
+        self.prepared = prepared
+        self.samplers = list(samplers)
+        self.accuracy_inputs = accuracy_inputs
+        self.on_measure_start = on_measure_start
+        self.ctx = multiprocessing.get_context("spawn")
+        n = cfg.instances
+        # the barrier's action runs once, after every party arrived and before any is released: the
+        # time it records precedes every instance's first timed inference (CLOCK_MONOTONIC is system-wide)
+        self.release_raw = self.ctx.RawArray("q", 1)
+        self.barrier = self.ctx.Barrier(n + 1, action=functools.partial(worker.mark_release, self.release_raw))
+        self.stop_raw = self.ctx.RawArray("b", 1)
+        self.counts_raw = self.ctx.RawArray("q", n)
+        self.workdir = tempfile.mkdtemp(prefix="edgebench-run-")
+        self.children: list[_Child] = []
+        self.phase = ["startup"] * n
+        self.ready = [False] * n
+        self.done: dict[int, str] = {}
+        self.errors: dict[int, str] = {}
+        self.fault: str | None = None
+        self.accuracy_outputs: dict[str, np.ndarray] | None = None
+        self.started: list[Sampler] = []
+        self.timelines: list[Timeline] = []
+        self.samplers_stopped = False
+        self.barrier_waiter: _BarrierWaiter | None = None
+        self.t_begin_ns = time.monotonic_ns()
+        self.measure_start_ns = 0
+        self.measure_end_ns = 0
+        self.phase_s: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ phases
+
+    def execute(self) -> RunOutcome:
+        cfg = self.cfg
+        self._start_children()
+        deadline = self.t_begin_ns + int(cfg.load_timeout_s * 1e9)
+        while self.fault is None and not all(self.ready):
+            now = time.monotonic_ns()
+            if now >= deadline:
+                late = [i for i in range(cfg.instances) if not self.ready[i]]
+                more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
+                self._set_fault(
+                    f"{self._who(late[0])}{more} did not report ready within load_timeout_s={cfg.load_timeout_s:g} "
+                    f"(still in {self.phase[late[0]]})",
+                    late,
+                )
+                break
+            self._poll(min(0.05, (deadline - now) / 1e9))
+        if self.fault is not None:
+            return self._failed()
+
+        pids = self._pids()
+        for sampler in self.samplers:
+            sampler.watch_pids(list(pids))
+            sampler.start()
+            self.started.append(sampler)
+
+        self.barrier_waiter = _BarrierWaiter(self.barrier, cfg.barrier_timeout_s)
+        self.barrier_waiter.start()
+        while self.fault is None and self.barrier_waiter.is_alive():
+            self._poll(POLL_S)
+        if self.fault is None and self.barrier_waiter.error is not None:
+            self._set_fault(
+                f"the start barrier did not release within barrier_timeout_s={cfg.barrier_timeout_s:g} "
+                f"({worker.describe(self.barrier_waiter.error)})",
+                [],
+            )
+        if self.fault is not None:
+            return self._failed()
+        self.measure_start_ns = int(self.release_raw[0]) or self.barrier_waiter.passed_ns
+        self.phase_s["load_warmup"] = (self.measure_start_ns - self.t_begin_ns) / 1e9
+        self.phase = ["measure"] * cfg.instances
+        if self.on_measure_start is not None:
+            self.on_measure_start(list(pids))
+
+        target = cfg.min_inferences + 2 * cfg.instances  # margin: edge inferences fall outside the overlap window
+        counts = memoryview(self.counts_raw).cast("B").cast("q")
+        while self.fault is None:
+            self._poll(POLL_S)
+            elapsed_s = (time.monotonic_ns() - self.measure_start_ns) / 1e9
+            if elapsed_s >= cfg.max_duration_s or (elapsed_s >= cfg.duration_s and sum(counts) >= target):
+                break
+        counts.release()
+        self.stop_raw[0] = 1
+        self.measure_end_ns = time.monotonic_ns()
+        self.phase_s["measure"] = (self.measure_end_ns - self.measure_start_ns) / 1e9
+        if self.fault is not None:
+            return self._failed()
+
+        self.phase = ["collect"] * cfg.instances
+        deadline = self.measure_end_ns + int(cfg.collect_timeout_s * 1e9)
+        while self.fault is None and not (len(self.done) == cfg.instances and all(c.exited for c in self.children)):
+            now = time.monotonic_ns()
+            if now >= deadline:
+                late = [i for i in range(cfg.instances) if i not in self.done]
+                if late:
+                    more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
+                    what = f"{self._who(late[0])}{more} did not finish"
+                else:
+                    late = [i for c in self.children if not c.exited for i in c.instances]
+                    what = f"{self._who(late[0])} did not exit"
+                self._set_fault(f"{what} within collect_timeout_s={cfg.collect_timeout_s:g} during collect", late)
+                break
+            self._poll(min(POLL_S, (deadline - now) / 1e9))
+        self.phase_s["collect"] = (time.monotonic_ns() - self.measure_end_ns) / 1e9
+        if self.fault is not None:
+            return self._failed()
+        self._stop_samplers()
+        return RunOutcome(
+            status="ok",
+            reason="",
+            instances=self._results(),
+            measure_start_ns=self.measure_start_ns,
+            measure_end_ns=self.measure_end_ns,
+            timelines=list(self.timelines),
+            accuracy_outputs=self.accuracy_outputs,
+            threads_per_instance=cfg.threads_per_instance,
+            phase_s=dict(self.phase_s),
+        )
+
+    def _failed(self) -> RunOutcome:
+        self.stop_raw[0] = 1
+        if self.measure_start_ns == 0 and self.release_raw[0] != 0:
+            self.measure_start_ns = int(self.release_raw[0])
+        self._abort_barrier()
+        self._kill_children()
+        self._stop_samplers()
+        assert self.fault is not None
+        return RunOutcome(
+            status="failed",
+            reason=self.fault,
+            instances=self._results(),
+            measure_start_ns=self.measure_start_ns,
+            measure_end_ns=self.measure_end_ns,
+            timelines=list(self.timelines),
+            accuracy_outputs=self.accuracy_outputs,
+            threads_per_instance=self.cfg.threads_per_instance,
+            phase_s=dict(self.phase_s),
+        )
+
+    def cleanup(self) -> None:
+        """Runs on every exit path, exceptions and Ctrl-C included: nothing is left running."""
+        try:
+            self.stop_raw[0] = 1
+            self._abort_barrier()
+            self._kill_children()
+            if not self.samplers_stopped:
+                for sampler in self.started:
+                    with contextlib.suppress(Exception):
+                        sampler.stop()
+                self.samplers_stopped = True
+        finally:
+            for child in self.children:
+                with contextlib.suppress(OSError):
+                    child.conn.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ children
+
+    def _start_children(self) -> None:
+        cfg = self.cfg
+        acc_path = None
+        if self.accuracy_inputs is not None:
+            import numpy as np
+
+            acc_path = os.path.join(self.workdir, "accuracy_inputs.npy")
+            np.save(acc_path, np.ascontiguousarray(self.accuracy_inputs))
+        groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
+        with _child_env(worker.thread_env(cfg.threads_per_instance)):
+            for group in groups:
+                reader, writer = self.ctx.Pipe(duplex=False)
+                proc = self.ctx.Process(
+                    target=worker.child_main,
+                    args=(cfg, self.prepared, group, writer, self.barrier, self.stop_raw, self.counts_raw,
+                          self.workdir, acc_path, os.getpid()),
+                    name=f"edgebench-instance-{group[0]}" if len(group) == 1 else "edgebench-streams",
+                )
+                self.children.append(_Child(proc, reader, group))
+                try:
+                    proc.start()
+                finally:
+                    writer.close()
+
+    def _pids(self) -> list[int]:
+        return [c.proc.pid for c in self.children]
+
+    def _pid_of(self, instance: int) -> int | None:
+        for child in self.children:
+            if instance in child.instances:
+                return child.proc.pid  # type: ignore[no-any-return]
+        return None
+
+    def _who(self, instance: int) -> str:
+        return f"instance {instance} (pid {self._pid_of(instance)}, placement {self.cfg.placements[instance]})"
+
+    def _who_child(self, child: _Child) -> str:
+        if len(child.instances) == 1:
+            return self._who(child.instances[0])
+        first, last = child.instances[0], child.instances[-1]
+        return (f"instances {first}-{last} (pid {child.proc.pid}, placement "
+                f"{'+'.join(self.cfg.placements[i] for i in child.instances)}, streams mode)")
+
+    def _set_fault(self, reason: str, culprits: Sequence[int]) -> None:
+        if self.fault is None:
+            self.fault = reason
+            for i in culprits:
+                self.errors.setdefault(i, reason)
+
+    def _poll(self, timeout_s: float) -> None:
+        """Wait up to timeout_s for a message or an exit, then handle everything pending."""
+        from multiprocessing.connection import wait
+
+        waitables = [c.conn for c in self.children if not c.conn.closed]
+        waitables += [c.proc.sentinel for c in self.children if not c.exited]
+        if waitables:
+            wait(waitables, max(timeout_s, 0.0))
+        else:
+            time.sleep(max(timeout_s, 0.0))
+        for child in self.children:
+            self._drain(child)
+        for child in self.children:
+            if not child.exited and child.proc.exitcode is not None:
+                child.exited = True
+                self._drain(child)  # what it sent just before exiting is in the pipe by now
+                self._judge_exit(child)
+
+    def _drain(self, child: _Child) -> None:
+        while not child.conn.closed:
+            try:
+                if not child.conn.poll():
+                    return
+                msg = child.conn.recv()
+            except (EOFError, OSError):
+                child.conn.close()
+                return
+            child.own_group = True
+            self._handle(msg)
+
+    def _handle(self, msg: tuple[Any, ...]) -> None:
+        kind, i = msg[0], msg[1]
+        if kind == "phase":
+            self.phase[i] = msg[2]
+        elif kind == "ready":
+            self.ready[i] = True
+            self.phase[i] = "barrier"
+        elif kind == "accuracy":
+            with open(msg[2], "rb") as fh:
+                self.accuracy_outputs = pickle.load(fh)
+        elif kind == "done":
+            self.done[i] = msg[3]
+        elif kind == "error":
+            self._set_fault(f"{self._who(i)} raised {msg[3]} during {msg[2]}", [i])
+
+    def _judge_exit(self, child: _Child) -> None:
+        code = child.proc.exitcode
+        pending = [i for i in child.instances if i not in self.done]
+        if code == 0 and not pending:
+            return
+        if any(i in self.errors for i in child.instances) and code == 1:
+            return  # it reported its exception already; exit code 1 is the consequence
+        if code < 0:
+            try:
+                what = f"died with {signal.Signals(-code).name}"
+            except ValueError:
+                what = f"died with signal {-code}"
+        elif code > 0:
+            what = f"exited with code {code}"
+        else:
+            what = "exited before sending its timestamps (code 0)"
+        phase = self._phase_of(pending[0]) if pending else "collect"
+        self._set_fault(f"{self._who_child(child)} {what} during {phase}", pending or list(child.instances))
+
+    def _phase_of(self, instance: int) -> str:
+        if self.phase[instance] == "barrier" and self.release_raw[0] != 0:
+            return "measure"  # released, though the orchestrator's own barrier thread has not noticed yet
+        return self.phase[instance]
+
+    def _kill_children(self) -> None:
+        started = [c for c in self.children if c.proc.pid is not None]
+        running = [c for c in started if c.proc.exitcode is None]
+        for child in running:
+            _signal_child(child, signal.SIGTERM)
+        end = time.monotonic() + TERM_GRACE_S
+        for child in running:
+            child.proc.join(max(0.0, end - time.monotonic()))
+        for child in started:  # also whatever its process group still holds (grandchildren)
+            _signal_child(child, signal.SIGKILL)
+        for child in running:
+            child.proc.join(5.0)
+            child.exited = True
+
+    def _abort_barrier(self) -> None:
+        waiter = self.barrier_waiter
+        if waiter is None or not waiter.is_alive():
+            return
+        # abort() takes the barrier's lock, which a killed child may have died holding: never block on it
+        aborter = threading.Thread(target=self.barrier.abort, daemon=True)
+        aborter.start()
+        aborter.join(1.0)
+        waiter.join(1.0)
+
+    def _stop_samplers(self) -> None:
+        if self.samplers_stopped:
+            return
+        self.samplers_stopped = True
+        for sampler in self.started:
+            self.timelines.append(sampler.stop())
+
+    def _results(self) -> list[InstanceResult]:
+        import numpy as np
+
+        out = []
+        for i in range(self.cfg.instances):
+            start = end = np.empty(0, dtype=np.int64)
+            error = self.errors.get(i)
+            if i in self.done:
+                both = np.load(self.done[i])
+                start, end = both[0], both[1]
+            elif error is None:
+                error = f"stopped: {self.fault}" if self.fault else "no result"
+            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), start, end, error))
+        return out
+
+
+class _BarrierWaiter(threading.Thread):
+    """The orchestrator's own wait on the start barrier, in a thread so faults stay visible meanwhile."""
+
+    def __init__(self, barrier: Any, timeout_s: float) -> None:
+        super().__init__(name="edgebench-barrier", daemon=True)
+        self.barrier = barrier
+        self.timeout_s = timeout_s
+        self.passed_ns = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.barrier.wait(self.timeout_s)
+            self.passed_ns = time.monotonic_ns()
+        except threading.BrokenBarrierError as exc:
+            self.error = exc
+
+
+def _signal_child(child: _Child, sig: int) -> None:
+    """Signal the child's whole process group once it has its own, else just the child."""
+    pid = child.proc.pid
+    if not child.own_group:
+        with contextlib.suppress(OSError):
+            child.own_group = os.getpgid(pid) == pid
+    try:
+        if child.own_group:
+            os.killpg(pid, sig)
+        elif child.proc.exitcode is None:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@contextlib.contextmanager
+def _child_env(values: dict[str, str]) -> Iterator[None]:
+    """Spawned children inherit these; set around start() so they hold before the child imports anything."""
+    with _ENV_LOCK:
+        old = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value

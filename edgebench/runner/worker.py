@@ -1,0 +1,287 @@
+"""One instance's life inside a spawned child: open, (accuracy), warm up, barrier, timed loop, report.
+
+`child_main` is the target of every child process. In mode "process" it runs one instance; in mode
+"streams" it runs several instances in threads of the one child. Either way the child first calls
+os.setsid(), so the orchestrator can kill its whole process group, and sets the thread-count
+environment variables before any framework is imported.
+
+Messages to the orchestrator go over the child's own pipe (one per child, so a killed child cannot
+corrupt another's channel):
+  ("phase", i, name)          instance i entered phase name (open, accuracy, warmup)
+  ("accuracy", i, path)       pickled dict of instance 0's outputs on the accuracy inputs
+  ("ready", i, warmup_n)      warm-up done, about to wait on the barrier
+  ("done", i, n, path)        measured phase over; path is an .npy of shape [2, n] (start_ns, end_ns)
+  ("error", i, phase, text)   an exception ended instance i
+
+The timed loop is the harness overhead the null backend measures, so it is kept lean: two clock
+reads around infer(), two stores into preallocated int64 buffers through memoryviews, and a single
+integer compare; the shared stop flag and the shared per-instance counter are touched only once per
+CHECK_INTERVAL_NS (or when the buffer must grow). Sessions may define an optional
+`set_phase(name: str)` hook ("warmup", "measure"); the null backend uses it for fault injection.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.backends.base import Prepared
+    from edgebench.config import RunConfig
+
+THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+CHECK_INTERVAL_NS = 1_000_000  # stop flag / shared counter are looked at once per millisecond
+MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the buffers double past it
+MIN_INITIAL_CAPACITY = 4096
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment that caps the math libraries' thread pools at `threads`."""
+    return {name: str(threads) for name in THREAD_ENV_VARS}
+
+
+def initial_capacity(rate_ips: float, duration_s: float) -> int:
+    """Timestamps to preallocate: 1.5x the expected count of a duration_s window, within bounds."""
+    want = int(rate_ips * duration_s * 1.5) + MIN_INITIAL_CAPACITY
+    return max(MIN_INITIAL_CAPACITY, min(MAX_INITIAL_CAPACITY, want))
+
+
+def describe(exc: BaseException) -> str:
+    """'Type: message', one line, for the orchestrator's reason."""
+    name = type(exc).__name__
+    if isinstance(exc, threading.BrokenBarrierError):
+        return f"{name}: the start barrier broke (another instance failed or barrier_timeout_s passed)"
+    text = " ".join(str(exc).split())
+    return f"{name}: {text}" if text else name
+
+
+def mark_release(release_ns: Any) -> None:
+    """Barrier action (runs once, in whichever party arrives last): the measured phase starts now."""
+    release_ns[0] = time.monotonic_ns()
+
+
+def warm_up(infer: Callable[[], None], warmup_s: float) -> tuple[int, float]:
+    """Run infer() for warmup_s (at least once). Returns (inferences, inferences per second)."""
+    now = time.monotonic_ns
+    t_start = now()
+    deadline = t_start + int(warmup_s * 1e9)
+    n = 0
+    while True:
+        infer()
+        n += 1
+        t = now()
+        if t >= deadline:
+            break
+    return n, n / max((t - t_start) / 1e9, 1e-9)
+
+
+def measure(
+    infer: Callable[[], None],
+    stop: memoryview,
+    counts: memoryview,
+    slot: int,
+    capacity: int,
+    parent_pid: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Timed loop until stop[0] is set. Returns (start_ns, end_ns) int64 arrays, one per inference.
+
+    `stop` is a byte view of the shared stop flag; `counts` an int64 view of the shared counters,
+    of which this instance writes counts[slot] (no lock: one writer, the reader only polls it).
+    When the orchestrator (parent_pid) is gone the loop ends too, so an orphan never spins forever.
+    """
+    import numpy as np
+
+    now = time.monotonic_ns
+    getppid = os.getppid
+    starts = np.empty(capacity, dtype=np.int64)
+    ends = np.empty(capacity, dtype=np.int64)
+    s = memoryview(starts)  # type: ignore[arg-type]
+    e = memoryview(ends)  # type: ignore[arg-type]
+    cap = capacity
+    n = 0
+    next_check = 0
+    while True:
+        t0 = now()
+        infer()
+        t1 = now()
+        s[n] = t0
+        e[n] = t1
+        n += 1
+        if t1 >= next_check or n == cap:
+            counts[slot] = n
+            if stop[0] or (parent_pid is not None and getppid() != parent_pid):
+                break
+            next_check = t1 + CHECK_INTERVAL_NS
+            if n == cap:
+                s.release()
+                e.release()
+                starts = np.concatenate([starts, np.empty(cap, dtype=np.int64)])
+                ends = np.concatenate([ends, np.empty(cap, dtype=np.int64)])
+                cap *= 2
+                s = memoryview(starts)  # type: ignore[arg-type]
+                e = memoryview(ends)  # type: ignore[arg-type]
+    s.release()
+    e.release()
+    return starts[:n], ends[:n]
+
+
+def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str, out_path: str) -> None:
+    """Run the [N, *sample] inputs in chunks of `batch` (last one zero-padded); pickle outputs trimmed to N."""
+    import numpy as np
+
+    inputs = np.load(inputs_path).astype(prepared.input_dtype, copy=False)
+    total = len(inputs)
+    parts: dict[str, list[np.ndarray]] = {}
+    for first in range(0, total, batch):
+        chunk = inputs[first:first + batch]
+        if len(chunk) < batch:
+            pad = np.zeros((batch - len(chunk), *chunk.shape[1:]), dtype=chunk.dtype)
+            chunk = np.concatenate([chunk, pad])
+        session.feed({prepared.input_name: np.ascontiguousarray(chunk)})
+        session.infer()
+        for name, value in session.outputs().items():
+            parts.setdefault(name, []).append(np.array(value, copy=True))
+    outputs = {name: np.concatenate(chunks)[:total] for name, chunks in parts.items()}
+    with open(out_path, "wb") as fh:
+        pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def run_instance(
+    index: int,
+    cfg: RunConfig,
+    prepared: Prepared,
+    send: Callable[[tuple[Any, ...]], None],
+    barrier: Any,
+    stop: memoryview,
+    counts: memoryview,
+    workdir: str,
+    accuracy_path: str | None,
+    parent_pid: int | None = None,
+) -> bool:
+    """One instance from open to its timestamps on disk. Reports every failure; returns True when done."""
+    import numpy as np
+
+    from edgebench.backends.base import Placement, make_input
+    from edgebench.backends.registry import get_backend
+
+    phase = "open"
+    session = None
+    try:
+        send(("phase", index, phase))
+        backend = get_backend(prepared.backend)
+        placement = Placement(device=cfg.placements[index], instance=index, threads=cfg.threads_per_instance)
+        session = backend.open(prepared, placement)
+        set_phase = getattr(session, "set_phase", None)
+        timing_input = make_input((cfg.batch, *prepared.input_shape[1:]), prepared.input_dtype, seed=cfg.seed + index)
+        if accuracy_path is not None and index == 0:
+            phase = "accuracy"
+            send(("phase", index, phase))
+            out_path = os.path.join(workdir, "accuracy_outputs.pkl")
+            run_accuracy(session, prepared, cfg.batch, accuracy_path, out_path)
+            send(("accuracy", index, out_path))
+        session.feed({prepared.input_name: timing_input})
+        phase = "warmup"
+        send(("phase", index, phase))
+        if set_phase is not None:
+            set_phase("warmup")
+        warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
+        send(("ready", index, warm_n))
+        phase = "barrier"
+        barrier.wait(cfg.barrier_timeout_s)
+        phase = "measure"
+        if set_phase is not None:
+            set_phase("measure")
+        starts, ends = measure(session.infer, stop, counts, index, initial_capacity(rate_ips, cfg.duration_s),
+                              parent_pid)
+        phase = "collect"
+        path = os.path.join(workdir, f"instance{index}.npy")
+        np.save(path, np.stack([starts, ends]))
+        send(("done", index, len(starts), path))
+        return True
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported, then the child exits non-zero
+        try:
+            send(("error", index, phase, describe(exc)))
+        except Exception:  # noqa: BLE001 - the pipe may be gone; the exit code still tells
+            pass
+        return False
+    finally:
+        if session is not None:
+            try:
+                session.close()
+            except Exception:  # noqa: BLE001 - closing after the result is sent cannot change it
+                pass
+
+
+def child_main(
+    cfg: RunConfig,
+    prepared: Prepared,
+    instances: tuple[int, ...],
+    conn: Any,
+    barrier: Any,
+    stop_raw: Any,
+    counts_raw: Any,
+    workdir: str,
+    accuracy_path: str | None,
+    parent_pid: int,
+) -> None:
+    """Entry point of a spawned child: its own process group, then one thread per instance (streams)
+    or the instance on the main thread (process). Exits 0 only when every instance finished."""
+    os.setsid()
+    _die_with_parent(parent_pid)
+    os.environ.update(thread_env(cfg.threads_per_instance))
+    stop = memoryview(stop_raw).cast("B")
+    counts = memoryview(counts_raw).cast("B").cast("q")
+    lock = threading.Lock()
+
+    def send(msg: tuple[Any, ...]) -> None:
+        with lock:
+            conn.send(msg)
+
+    args = (cfg, prepared, send, barrier, stop, counts, workdir, accuracy_path, parent_pid)
+    if len(instances) == 1:
+        ok = run_instance(instances[0], *args)
+    else:
+        results: dict[int, bool] = {}
+
+        def target(i: int) -> None:
+            results[i] = run_instance(i, *args)
+
+        threads = [threading.Thread(target=target, args=(i,), name=f"instance-{i}", daemon=True) for i in instances]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        ok = all(results.get(i, False) for i in instances)
+    conn.close()
+    sys.exit(0 if ok else 1)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: SIGKILL this child when the orchestrator dies (it left its process group, so a signal
+    to the orchestrator's group no longer reaches it). Elsewhere the timed loop checks getppid()."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
