@@ -1,0 +1,118 @@
+"""Calibration data for INT8 quantization: seeded synthetic inputs, or a folder of .npy files / images.
+
+Every call returns the array and a record of exactly what it holds (source, count, seed, sha256 of the
+array bytes, the files read), which goes into the int8 artifact's sidecar and its cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgebench.errors import ModelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+NPY_SUFFIXES = (".npy",)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def calibration_batches(
+    source: str, input_shape: tuple[int, ...], samples: int, seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Return `samples` inputs shaped [samples, *input_shape] (float32) and the record describing them.
+
+    source "synthetic": seeded standard normal. Otherwise a folder of .npy files (each one sample, or a
+    batch whose trailing dims are `input_shape`) or .jpg/.png images (resized to HxW, ImageNet-normalized,
+    CHW). Files are read in sorted name order; the first `samples` samples are used.
+    """
+    import numpy as np
+
+    shape = tuple(int(d) for d in input_shape)
+    if samples < 1:
+        raise ModelError(f"calibration: samples must be >= 1, got {samples}")
+    record: dict[str, Any] = {"source": source, "seed": seed}
+    if source == "synthetic":
+        rng = np.random.default_rng(seed)
+        data = rng.standard_normal((samples, *shape), dtype=np.float32)
+    else:
+        data, files = _from_folder(Path(source), shape, samples)
+        record["files"] = files
+    data = np.ascontiguousarray(data, dtype=np.float32)
+    record["count"] = int(data.shape[0])
+    record["shape"] = list(data.shape)
+    record["sha256"] = hashlib.sha256(data.tobytes()).hexdigest()
+    return data, record
+
+
+def _from_folder(folder: Path, shape: tuple[int, ...], samples: int) -> tuple[np.ndarray, list[str]]:
+    import numpy as np
+
+    if not folder.is_dir():
+        raise ModelError(f"{folder}: calibration source is neither 'synthetic' nor an existing folder")
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in NPY_SUFFIXES + IMAGE_SUFFIXES)
+    if not files:
+        raise ModelError(f"{folder}: no .npy or image ({', '.join(IMAGE_SUFFIXES)}) files for calibration")
+    chunks: list[np.ndarray] = []
+    used: list[str] = []
+    have = 0
+    for path in files:
+        if have >= samples:
+            break
+        if path.suffix.lower() in NPY_SUFFIXES:
+            arr = _load_npy(path, shape)
+        else:
+            arr = _load_image(path, shape)[None]
+        chunks.append(arr)
+        used.append(path.name)
+        have += arr.shape[0]
+    data = np.concatenate(chunks, axis=0)[:samples]
+    if data.shape[0] < samples:
+        raise ModelError(
+            f"{folder}: holds {data.shape[0]} calibration samples, {samples} requested (calibration.samples)"
+        )
+    return data, used
+
+
+def _load_npy(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    import numpy as np
+
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path}: not a readable .npy array ({exc})") from None
+    if tuple(arr.shape) == shape:
+        arr = arr[None]
+    if arr.ndim != len(shape) + 1 or tuple(arr.shape[1:]) != shape:
+        raise ModelError(f"{path}: array shape {tuple(arr.shape)} is neither {shape} nor [N, *{shape}]")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise ModelError(f"{path}: array dtype {arr.dtype} is not numeric")
+    return arr.astype(np.float32)
+
+
+def _load_image(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    import numpy as np
+
+    if len(shape) != 3 or shape[0] not in (1, 3):
+        raise ModelError(f"{path}: images need a model input of [1 or 3, H, W], the model takes {list(shape)}")
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ModelError(
+            f"{path}: reading images for calibration needs Pillow (pip install pillow), or use .npy files"
+        ) from None
+    channels, height, width = shape
+    try:
+        with Image.open(path) as img:
+            img = img.convert("RGB" if channels == 3 else "L").resize((width, height), Image.BILINEAR)
+            arr = np.asarray(img, dtype=np.float32) / 255.0
+    except OSError as exc:
+        raise ModelError(f"{path}: not a readable image ({exc})") from None
+    if channels == 1:
+        return ((arr - IMAGENET_MEAN[0]) / IMAGENET_STD[0])[None]
+    arr = (arr - np.asarray(IMAGENET_MEAN, dtype=np.float32)) / np.asarray(IMAGENET_STD, dtype=np.float32)
+    return arr.transpose(2, 0, 1)
