@@ -54,9 +54,11 @@ class OrtBackend:
             if name == "CUDAExecutionProvider" and opts["device_id"] >= max(env.cuda_devices, 1):
                 return f"placement {device!r}: this machine has {env.cuda_devices} CUDA device(s)"
             if name == "CPUExecutionProvider" and cfg.precision == "fp16":
-                # Measured with onnxruntime 1.31 on x86-64: the CPU EP has no float16 Conv kernel, so an
-                # fp16 graph either fails to load or runs cast-wrapped fp32 — neither is an fp16 result.
-                return "CPUExecutionProvider has no float16 Conv/Gemm kernels; fp16 needs a GPU provider"
+                # Measured with onnxruntime 1.31 on x86-64: the CPU EP accepts an fp16 graph but its optimizer
+                # wraps the ops in Casts (resnet18: 2 -> 43 Cast nodes) and computes in float32, so the
+                # row would be an fp32 measurement labelled fp16.
+                return ("CPUExecutionProvider computes float16 graphs in float32 (inserts Casts), "
+                        "so it is not an fp16 measurement; fp16 needs a GPU provider")
         return None
 
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:

@@ -1,0 +1,255 @@
+"""edgebench command line: bench, run, export, doctor, profiles.
+
+Only the standard library is imported at module level so `edgebench --help` works on a bare
+Python; every subcommand imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = "runs"
+
+
+def _csv_list(kind: type) -> Any:
+    def parse(text: str) -> list[Any]:
+        try:
+            return [kind(x.strip()) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="edgebench",
+        description="How fast, how power-hungry and how accurate a DNN is on an edge device.",
+    )
+    p.add_argument("--cache", help="artifact cache folder (default $EDGEBENCH_CACHE or ~/.cache/edgebench)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    b = sub.add_parser("bench", help="run a device profile's sweep and write runs/<run-id>/results.csv")
+    b.add_argument("--device", default="host", help="profile name or path (see `edgebench profiles`)")
+    b.add_argument("--models", type=_csv_list(str), help="comma-separated model names (override the profile)")
+    b.add_argument("--precisions", type=_csv_list(str), help="e.g. fp32,fp16,int8")
+    b.add_argument("--batches", type=_csv_list(int), help="e.g. 1,8")
+    b.add_argument("--instances", type=_csv_list(int), help="e.g. 1,2")
+    b.add_argument("--backends", type=_csv_list(str), help="e.g. ort,null")
+    b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
+    b.add_argument("--duration", type=float, help="minimum measured window in seconds")
+    b.add_argument("--out", default=DEFAULT_OUT, help="folder the run folder is created in (default runs/)")
+    b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep; rows already valid are kept")
+    b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit")
+
+    r = sub.add_parser("run", help="measure one configuration")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="model name (models/NAME.yaml)")
+    src.add_argument("--onnx", help="path of an ONNX file exported elsewhere")
+    r.add_argument("--backend", default="ort")
+    r.add_argument("--precision", default="fp32")
+    r.add_argument("--batch", type=int, default=1)
+    r.add_argument("--instances", type=int, default=1)
+    r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
+    r.add_argument("--mode", choices=["process", "streams"], default="process")
+    r.add_argument("--duration", type=float, help="minimum measured window in seconds")
+    r.add_argument("--device", default="host", help="profile whose run/telemetry settings apply")
+    r.add_argument("--out", default=DEFAULT_OUT)
+
+    e = sub.add_parser("export", help="export a model to ONNX (cached) and print where it is")
+    e.add_argument("--model", required=True)
+    e.add_argument("--out", help="also copy the ONNX file here")
+
+    sub.add_parser("doctor", help="what backends, providers and samplers this machine has, and why not")
+    sub.add_parser("profiles", help="list device profiles with their descriptions")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from edgebench.errors import EdgebenchError
+
+    try:
+        handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
+                   "doctor": cmd_doctor, "profiles": cmd_profiles}[args.command]
+        return handler(args)
+    except EdgebenchError as exc:
+        print(f"edgebench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("edgebench: interrupted; rows written so far are kept (resume with --resume RUN_DIR)", file=sys.stderr)
+        return 130
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    from edgebench.artifacts import Artifacts
+
+    return Artifacts(args.cache)
+
+
+def _apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
+    from edgebench.config import Profile
+
+    if args.instances is not None and profile.sweep.get("placements"):
+        # explicit placement sets decide the instance count; --instances replaces them with copies of the accelerator
+        data = profile.to_dict()
+        data["sweep"]["placements"] = None
+        profile = Profile(**data)
+    profile = profile.with_overrides(
+        "sweep",
+        models=args.models,
+        precisions=args.precisions,
+        batches=args.batches,
+        instances=args.instances,
+        backends=args.backends,
+        modes=[args.mode] if args.mode else None,
+    )
+    if args.duration is not None:
+        max_d = max(profile.run["max_duration_s"], args.duration)
+        profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
+    return profile
+
+
+def _start_run_dir(profile: Any, out: str, run_id: str) -> tuple[Path, Any]:
+    import yaml
+
+    from edgebench.artifacts import write_json_atomic
+    from edgebench.report.store import ResultsStore
+    from edgebench.system import collect_system_info
+
+    run_dir = Path(out) / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    (run_dir / "profile.yaml").write_text(yaml.safe_dump(profile.to_dict(), sort_keys=False))
+    write_json_atomic(run_dir / "system.json", collect_system_info({"profile": profile.name, "run_id": run_id}))
+    return run_dir, ResultsStore(run_dir)
+
+
+def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
+           onnx_specs: dict | None = None) -> int:
+    from edgebench.console import progress_line, summary_table
+    from edgebench.sweep import ModelCache, run_sweep
+
+    models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {})
+    print(f"edgebench: run folder {run_dir}", flush=True)
+    run_sweep(planned, profile, run_dir, store, models, on_row=progress_line)
+    rows = store.rows()
+    summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return 0 if counts.get("ok", 0) > 0 or not rows else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from edgebench.backends.base import Env
+    from edgebench.config import load_profile, profile_from_dict
+    from edgebench.plan import describe, expand
+    from edgebench.sweep import new_run_id
+
+    env = Env.detect()
+    if args.resume:
+        from edgebench.config import _read_yaml
+        from edgebench.report.store import ResultsStore
+
+        run_dir = Path(args.resume)
+        saved = run_dir / "profile.yaml"
+        if not saved.exists():
+            from edgebench.errors import EdgebenchError
+
+            raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
+        data = _read_yaml(saved)
+        data.pop("source", None)
+        profile = profile_from_dict(data, str(saved), default_name=data.get("name", "resumed"))
+        planned = expand(profile, env)
+        store = ResultsStore.resume(run_dir)
+        print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
+        return _sweep(profile, planned, run_dir, store, args)
+
+    profile = _apply_overrides(load_profile(args.device), args)
+    planned = expand(profile, env)
+    if args.dry_run:
+        print(f"profile {profile.name} ({profile.source})")
+        print(describe(planned))
+        return 0
+    run_dir, store = _start_run_dir(profile, args.out, new_run_id(profile.name))
+    return _sweep(profile, planned, run_dir, store, args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from edgebench.backends.base import Env
+    from edgebench.config import load_profile
+    from edgebench.plan import expand
+    from edgebench.sweep import new_run_id
+
+    env = Env.detect()
+    profile = load_profile(args.device)
+    onnx_specs = {}
+    model = args.model
+    if args.onnx:
+        from edgebench.export import load_external_onnx
+        from edgebench.precision import onnx_spec
+
+        load_external_onnx(args.onnx, expected_shape=None, batch=args.batch)
+        spec = onnx_spec(args.onnx)
+        onnx_specs[spec.name] = spec
+        model = spec.name
+    sweep: dict[str, Any] = {
+        "models": [model], "backends": [args.backend], "precisions": [args.precision],
+        "batches": [args.batch], "modes": [args.mode],
+    }
+    data = profile.to_dict()
+    data["sweep"].update(sweep)
+    data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
+    from edgebench.config import Profile
+
+    profile = Profile(**data)
+    if args.duration is not None:
+        profile = profile.with_overrides("run", duration_s=args.duration,
+                                         max_duration_s=max(args.duration, profile.run["max_duration_s"]))
+    planned = expand(profile, env, onnx_model=model if args.onnx else None)
+    run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"))
+    return _sweep(profile, planned, run_dir, store, args, onnx_specs)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import shutil
+
+    from edgebench.config import load_model_spec
+    from edgebench.export import export_onnx
+
+    spec = load_model_spec(args.model)
+    art = export_onnx(spec, _cache(args))
+    print(f"{spec.name}: {art.path} ({'cached' if art.reused else 'exported'}, sha256 {art.sha256[:16]}, "
+          f"weights {spec.weights_label})")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(art.path, args.out)
+        print(f"copied to {args.out}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from edgebench.doctor import report
+
+    print(report())
+    return 0
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from edgebench.config import list_profiles
+
+    for name, desc in list_profiles():
+        print(f"{name:<14} {desc}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Terminal output: progress lines while a sweep runs, a summary table at the end.
+
+Uses rich when it is installed, plain text otherwise (so a bare install still reports).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+SUMMARY_COLUMNS = [
+    ("model", "model"), ("precision", "prec"), ("batch", "b"), ("instances", "n"), ("placement", "placement"),
+    ("mode", "mode"), ("throughput_ips", "img/s"), ("latency_ms_p50", "p50 ms"), ("latency_ms_p99", "p99 ms"),
+    ("power_w_mean", "W"), ("energy_per_inference_mj", "mJ/img"), ("accuracy_top1_agreement_pct", "top1 vs fp32 %"),
+    ("status", "status"),
+]
+
+
+def _fmt(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, str):  # rows read back from results.csv are text
+        try:
+            value = int(value) if value.lstrip("-").isdigit() else float(value)
+        except ValueError:
+            return value
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value)
+
+
+def _rich_console() -> Any:
+    try:
+        from rich.console import Console
+    except ImportError:
+        return None
+    return Console(stderr=False)
+
+
+def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
+    """One line per finished config: what ran and how it ended."""
+    status = row.get("status", "")
+    if status == "resumed":
+        text = f"[{i + 1}/{total}] {row['label']}: already done (resume)"
+    else:
+        label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
+                 f"{row.get('placement')}/{row.get('mode')}")
+        detail = f"{_fmt(row.get('throughput_ips'))} img/s" if status in ("ok", "invalid") else ""
+        reason = row.get("reason") or ""
+        text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
+    console = _rich_console()
+    if console is not None:
+        color = {"ok": "green", "invalid": "yellow", "failed": "red", "skipped": "dim"}.get(status, "")
+        console.print(text, style=color or None, highlight=False, markup=False)
+    else:
+        print(text, flush=True)
+
+
+def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") -> str:
+    """The end-of-run table (also returned as plain text so callers can log it)."""
+    header = [h for _, h in SUMMARY_COLUMNS]
+    body = [[_fmt(r.get(k)) for k, _ in SUMMARY_COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
+    text = "\n".join(lines)
+    console = _rich_console()
+    if console is not None and sys.stdout.isatty():
+        from rich.table import Table
+
+        table = Table(title=title)
+        for h in header:
+            table.add_column(h, overflow="fold")
+        for b in body:
+            table.add_row(*b)
+        console.print(table)
+    else:
+        print(text, flush=True)
+    return text

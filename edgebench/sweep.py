@@ -1,0 +1,236 @@
+"""Run a planned sweep: for each config, artifacts -> prepare -> instances -> one result row.
+
+One row is appended (and fsynced) as soon as it is known; a config that fails becomes a
+`failed` row with its reason and the sweep goes on. Per-row details (latencies, telemetry,
+artifact sidecars) go to runs/<run-id>/rows/<index>-<config_hash>/.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import gzip
+import logging
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgebench.artifacts import Artifacts, write_json_atomic
+from edgebench.config import ModelSpec, Profile, RunConfig, load_model_spec
+from edgebench.errors import EdgebenchError
+from edgebench.plan import PlannedRun
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.backends.base import ModelArtifact
+    from edgebench.report.store import ResultsStore
+    from edgebench.runner.orchestrator import RunOutcome
+
+log = logging.getLogger("edgebench")
+
+
+def new_run_id(device: str) -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S") + f"-{device}"
+
+
+@dataclass
+class ModelCache:
+    """Per-sweep memo of exported models, precision artifacts and FP32 reference outputs."""
+
+    artifacts: Artifacts
+    calibration: dict[str, Any]
+    onnx_specs: dict[str, ModelSpec] = field(default_factory=dict)  # external ONNX by label
+    _fp32: dict[str, Any] = field(default_factory=dict)
+    _variants: dict[tuple[str, str], ModelArtifact] = field(default_factory=dict)
+    _refs: dict[tuple[str, int, int], np.ndarray] = field(default_factory=dict)
+
+    def spec(self, model: str) -> ModelSpec:
+        return self.onnx_specs[model] if model in self.onnx_specs else load_model_spec(model)
+
+    def fp32(self, spec: ModelSpec) -> Any:
+        if spec.name not in self._fp32:
+            if spec.source == "onnx":
+                from edgebench.artifacts import Artifact, sha256_file
+
+                path = Path(str(spec.onnx_path))
+                self._fp32[spec.name] = Artifact(path, {"sha256": sha256_file(path), "source": str(path)}, True)
+            else:
+                from edgebench.export import export_onnx
+
+                self._fp32[spec.name] = export_onnx(spec, self.artifacts)
+        return self._fp32[spec.name]
+
+    def variant(self, spec: ModelSpec, precision: str) -> ModelArtifact:
+        key = (spec.name, precision)
+        if key not in self._variants:
+            from edgebench.precision import precision_artifact
+
+            self._variants[key] = precision_artifact(spec, self.fp32(spec), precision, self.artifacts, self.calibration)
+        return self._variants[key]
+
+    def reference(self, spec: ModelSpec, inputs: np.ndarray, seed: int) -> np.ndarray:
+        key = (spec.name, int(inputs.shape[0]), seed)
+        if key not in self._refs:
+            from edgebench.accuracy import reference_outputs
+
+            self._refs[key] = reference_outputs(str(self.fp32(spec).path), spec.input_name, inputs)
+        return self._refs[key]
+
+
+def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "row_index": index,
+        "config_hash": cfg.config_hash(),
+        "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": cfg.model,
+        "backend": cfg.backend,
+        "precision": cfg.precision,
+        "batch": cfg.batch,
+        "instances": cfg.instances,
+        "mode": cfg.mode,
+        "placement": cfg.placement,
+        "threads_per_instance": cfg.threads_per_instance,
+    }
+
+
+def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path) -> dict[str, Any]:
+    """Measure one config; returns the row fields beyond base_row. Raises EdgebenchError on bad input."""
+    from edgebench.accuracy import accuracy_inputs, compare
+    from edgebench.backends.registry import get_backend
+    from edgebench.runner.metrics import judge, summarize
+    from edgebench.runner.orchestrator import run_instances
+    from edgebench.telemetry.registry import make_sampler, power_summary
+
+    spec = models.spec(cfg.model)
+    artifact = models.variant(spec, cfg.precision)
+    backend = get_backend(cfg.backend)
+    prepared = backend.prepare(cfg, artifact, models.artifacts)
+    row: dict[str, Any] = {
+        "weights": artifact.weights,
+        "onnx_sha256": artifact.sha256,
+        "provider": prepared.info.get("provider", ""),
+        "artifact_dir": str(Path(artifact.onnx_path).parent),
+    }
+    acc_in = None
+    if cfg.accuracy_samples > 0:
+        acc_in = accuracy_inputs(spec.input_shape, cfg.accuracy_samples, cfg.seed, spec.input_dtype)
+    interval = profile.telemetry["interval_s"]
+    samplers = [make_sampler(name, interval) for name in profile.telemetry["samplers"]]
+    outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in)
+    _write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
+    if outcome.status != "ok":
+        row.update(status="failed", reason=outcome.reason)
+        return row
+
+    summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
+    status, reason = judge(summary, cfg)
+    lat = summary.latency_ms
+    row.update(
+        status=status,
+        reason=reason,
+        throughput_ips=summary.throughput_ips,
+        window_s=summary.window_s,
+        inferences=summary.inferences,
+        samples=summary.samples,
+        per_instance_ips=";".join(f"{v:.6g}" for v in summary.per_instance_ips),
+        stability_pct=summary.stability_pct,
+        latency_ms_mean=lat.get("mean"),
+        latency_ms_p50=lat.get("p50"),
+        latency_ms_p90=lat.get("p90"),
+        latency_ms_p95=lat.get("p95"),
+        latency_ms_p99=lat.get("p99"),
+        latency_ms_max=lat.get("max"),
+    )
+    notes = []
+    for tl in outcome.timelines:
+        p = power_summary(tl, summary.window_start_ns, summary.window_end_ns)
+        notes.extend(tl.notes)
+        for key, value in p.items():
+            if value is not None and row.get(key) in (None, ""):
+                row[key] = value
+    if row.get("energy_j") not in (None, "") and summary.samples:
+        row["energy_per_inference_mj"] = float(row["energy_j"]) * 1000.0 / summary.samples
+    if notes and not row.get("energy_source"):
+        row["energy_source"] = "none: " + "; ".join(notes)
+    if acc_in is not None and outcome.accuracy_outputs:
+        first = next(iter(outcome.accuracy_outputs.values()))
+        try:
+            agreement = compare(first, models.reference(spec, acc_in, cfg.seed))
+            row.update(
+                accuracy_top1_agreement_pct=agreement.top1_agreement_pct,
+                accuracy_max_abs_err=agreement.max_abs_err,
+                accuracy_cosine_min=agreement.cosine_min,
+            )
+        except ValueError as exc:
+            row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy not compared: {exc}") if r)
+    return row
+
+
+def _write_row_files(row_dir: Path, cfg: RunConfig, outcome: RunOutcome, artifact: Any, info: dict) -> None:
+    row_dir.mkdir(parents=True, exist_ok=True)
+    with gzip.open(row_dir / "latencies.csv.gz", "wt", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["instance", "placement", "start_ns", "end_ns"])
+        for inst in outcome.instances:
+            for s, e in zip(inst.start_ns.tolist(), inst.end_ns.tolist()):
+                w.writerow([inst.instance, inst.placement, s, e])
+    for tl in outcome.timelines:
+        tl.to_csv(row_dir / f"telemetry_{tl.source}.csv")
+    write_json_atomic(row_dir / "row.json", {
+        "config": cfg.to_dict(),
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "measure_start_ns": outcome.measure_start_ns,
+        "measure_end_ns": outcome.measure_end_ns,
+        "phase_s": outcome.phase_s,
+        "instances": [{"instance": i.instance, "placement": i.placement, "pid": i.pid,
+                       "inferences": int(len(i.start_ns)), "error": i.error} for i in outcome.instances],
+        "telemetry": [{"source": t.source, "interval_s": t.interval_s, "notes": t.notes,
+                       "channels": {n: c.unit for n, c in t.channels.items()}} for t in outcome.timelines],
+        "artifact": {"path": artifact.onnx_path, "sha256": artifact.sha256, "sidecar": artifact.sidecar},
+        "prepared": info,
+    })
+
+
+def run_sweep(
+    planned: list[PlannedRun],
+    profile: Profile,
+    run_dir: Path,
+    store: ResultsStore,
+    models: ModelCache,
+    on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every planned config not already done in `store`; returns the rows written now."""
+    done = store.done_hashes()
+    next_index = len(store.rows())
+    written: list[dict[str, Any]] = []
+    for i, p in enumerate(planned):
+        cfg = p.cfg
+        if cfg.config_hash() in done:
+            if on_row:
+                on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label()})
+            continue
+        row = base_row(cfg, run_dir.name, next_index)
+        if p.skip_reason is not None:
+            row.update(status="skipped", reason=p.skip_reason)
+        else:
+            row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
+            try:
+                row.update(execute(cfg, profile, models, row_dir))
+            except EdgebenchError as exc:
+                row.update(status="failed", reason=str(exc))
+            except Exception as exc:  # an internal bug must not cost the sweep its other rows
+                row_dir.mkdir(parents=True, exist_ok=True)
+                (row_dir / "error.txt").write_text(traceback.format_exc())
+                row.update(status="failed", reason=f"internal error {type(exc).__name__}: {exc} "
+                                                   f"(traceback in {row_dir / 'error.txt'})")
+        store.append(row)
+        written.append(row)
+        next_index += 1
+        if on_row:
+            on_row(i, len(planned), row)
+    return written
