@@ -30,13 +30,26 @@ def _host_missing(sysfs_root: str | Path) -> str | None:
     return None
 
 
-# name -> (factory, availability check). Later: nvml, jtop, ina3221, tegrastats.
+def _make_nvml(interval_s: float, sysfs_root: str | Path) -> Sampler:
+    from edgebench.telemetry.nvml import NvmlSampler
+
+    return NvmlSampler(interval_s=interval_s)
+
+
+def _nvml_missing(sysfs_root: str | Path) -> str | None:
+    from edgebench.telemetry.nvml import nvml_status
+
+    return nvml_status()
+
+
+# name -> (factory, availability check). Later: jtop, ina3221, tegrastats.
 SAMPLERS: dict[str, tuple[Callable[[float, str | Path], Sampler], Callable[[str | Path], str | None]]] = {
     "host": (_make_host, _host_missing),
+    "nvml": (_make_nvml, _nvml_missing),
 }
 
 # timeline.source -> the hardware counter behind its energy_total_mj (for energy_source)
-COUNTER_LABELS: dict[str, str] = {"host": "rapl"}
+COUNTER_LABELS: dict[str, str] = {"host": "rapl", "nvml": "nvml"}
 
 
 def make_sampler(name: str, interval_s: float, sysfs_root: str | Path = "/") -> Sampler:

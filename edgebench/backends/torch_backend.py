@@ -1,0 +1,291 @@
+"""PyTorch backend: the spec's torch module, eager, optionally torch.compile'd and/or replayed as a CUDA graph.
+
+Precision is a runtime mode (the artifact's ONNX is recorded, never read): fp32 (TF32 off in cuBLAS and
+cuDNN), tf32, fp16 (model.half()), bf16, amp (fp32 weights, autocast fp16 per op); tf32/fp16/amp need CUDA,
+int8 runs through ort/trt as a QDQ ONNX. The TF32 switches are process-wide.
+Options: channels_last (False); cuda_graph (False: one forward captured in the first feed(), replayed by
+infer()); cudnn_benchmark (True); compile (False | True = "default" | "max-autotune-no-cudagraphs"):
+"default" compiles in seconds and keeps CUDA graphs an explicit, labelled option (the modes that add hidden
+graphs are refused). Compile and capture happen in the first feed(), outside warm-up and measurement.
+Placements: "cpu" (torch threads = placement.threads), "cuda"/"gpu" (device 0), "cuda:N". Each CUDA session
+owns a torch.cuda.Stream and infer() waits on that stream only, so "streams"-mode threads overlap.
+supports() never initializes CUDA (Env.cuda_devices + torch/version.py, no torch import). Out of memory in
+open/feed/infer -> BackendError("instance N: out of memory at batch B on cuda:K (...)").
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
+from edgebench.errors import BackendError, EdgebenchError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.artifacts import Artifacts
+    from edgebench.config import RunConfig
+
+TORCH_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
+CPU_PRECISIONS = ("fp32", "bf16")
+OPTION_DEFAULTS: dict[str, Any] = {"channels_last": False, "cuda_graph": False, "compile": False, "cudnn_benchmark": True}
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
+GRAPH_WARMUP_CALLS = 3
+MATH = {"fp32": "fp32 weights and activations; TF32 off (IEEE fp32 in cuBLAS/cuDNN)",
+        "tf32": "fp32 tensors; TF32 tensor-core math allowed in cuBLAS/cuDNN",
+        "fp16": "fp16 weights and activations (model.half())", "bf16": "bf16 weights and activations",
+        "amp": "fp32 weights; torch.autocast(cuda, float16) picks fp16 per op"}
+_BUILD_LOCK = threading.Lock()  # build_torch_model seeds the global RNG; compile/capture one at a time
+
+
+def parse_device(label: str) -> tuple[str, int] | None:
+    """('cpu', 0) or ('cuda', N) for a placement label; None when torch has no such device."""
+    m = re.fullmatch(r"cuda:(\d+)", label)
+    if label in ("cpu", "cuda", "gpu") or m:
+        return ("cpu", 0) if label == "cpu" else ("cuda", int(m.group(1)) if m else 0)
+    return None
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validated torch options with defaults filled in; BackendError names the bad option."""
+    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
+    if unknown:
+        raise BackendError(f"torch backend: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTION_DEFAULTS)})")
+    out = {**OPTION_DEFAULTS, **options}
+    for key in ("channels_last", "cuda_graph", "cudnn_benchmark"):
+        if not isinstance(out[key], bool):
+            raise BackendError(f"torch backend: option {key}={out[key]!r} must be true or false")
+    mode = out["compile"] = "default" if out["compile"] is True else out["compile"]
+    if mode is not False and mode not in COMPILE_MODES:
+        raise BackendError(f"torch backend: option compile={mode!r} must be false, true or one of {', '.join(COMPILE_MODES)}")
+    return out
+
+
+def torch_cuda_build() -> str | None:
+    """The installed torch's CUDA version ('' for a CPU-only build), read from torch/version.py
+    without importing torch; None when torch is absent or the file cannot be read."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    try:
+        text = (Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text()
+    except OSError:
+        return None
+    m = re.search(r"^cuda(?:\s*:[^=]*)?\s*=\s*(.+)$", text, re.MULTILINE)
+    value = m.group(1).strip() if m else None
+    return None if value is None else "" if value == "None" else value.strip("'\"")
+
+
+class TorchBackend:
+    name = "torch"
+
+    def supports(self, cfg: RunConfig, env: Env) -> str | None:
+        if importlib.util.find_spec("torch") is None:
+            return "torch is not installed; pip install 'edgebench[export]'"
+        if cfg.precision == "int8":
+            return "int8 runs through the ort/trt backends (QDQ ONNX)"
+        if cfg.precision not in TORCH_PRECISIONS:
+            return f"torch runs {', '.join(TORCH_PRECISIONS)}; not {cfg.precision}"
+        opts = dict(cfg.options)
+        for label in sorted(set(cfg.placements)):
+            device = parse_device(label)
+            if device is None:
+                return f"placement {label!r} has no torch device (cpu, cuda, gpu or cuda:N; DLA needs the trt backend)"
+            if device[0] == "cpu":
+                if cfg.precision not in CPU_PRECISIONS:
+                    return f"torch {cfg.precision} needs a CUDA GPU (tensor-core math); on cpu torch runs fp32 and bf16"
+                if opts.get("cuda_graph"):
+                    return "option cuda_graph needs a CUDA placement"
+                continue
+            if torch_cuda_build() == "":
+                return "the installed torch is a CPU-only build; install a CUDA build of torch"
+            if env.cuda_devices == 0:
+                return f"placement {label!r} needs a CUDA GPU; none found on this machine"
+            if device[1] >= env.cuda_devices:
+                return f"placement {label!r}: this machine has {env.cuda_devices} CUDA device(s)"
+        return None
+
+    def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
+        from edgebench.config import load_model_spec
+
+        opts = check_options(dict(cfg.options))
+        try:
+            spec = load_model_spec(model.model)
+        except EdgebenchError as exc:
+            raise BackendError(f"torch backend needs a model spec for {model.model!r}: {exc}") from None
+        if spec.source not in ("torchvision", "builtin"):
+            raise BackendError(f"torch backend: model {model.model!r} is source {spec.source}, it has no torch module")
+        if opts["channels_last"] and len(model.input_shape) != 3:
+            raise BackendError(f"torch backend: channels_last needs an NCHW input; {model.model} has per-sample shape "
+                               f"{list(model.input_shape)}")
+        seed = model.sidecar.get("seed", 0)  # the seed the ONNX was exported with: same weights as the ONNX
+        seed = seed if type(seed) is int else 0
+        provider = "torch-" + ("compile" if opts["compile"] else "eager") + ("+cudagraph" if opts["cuda_graph"] else "")
+        return Prepared(
+            backend=self.name, model_path=model.onnx_path, input_name=model.input_name,
+            input_shape=(cfg.batch, *model.input_shape), input_dtype=model.input_dtype, precision=cfg.precision,
+            options={**opts, "model_spec": spec.name, "weights_seed": seed},
+            info={"provider": provider, "math": MATH[cfg.precision], "weights_seed": seed, "options": opts})
+
+    def open(self, prepared: Prepared, placement: Placement) -> TorchSession:
+        return TorchSession(prepared, placement)
+
+
+def _oom_guard(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Out of memory inside a session method -> BackendError naming instance, batch and device."""
+
+    @functools.wraps(method)
+    def guarded(self: TorchSession, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except Exception as exc:
+            text = " ".join(str(exc).split())
+            import torch
+
+            if isinstance(exc, torch.cuda.OutOfMemoryError) or (
+                    isinstance(exc, RuntimeError) and ("out of memory" in text or "ALLOC_FAILED" in text)):
+                raise BackendError(f"{self._where}: out of memory at batch {self._batch} on {self._label} "
+                                   f"({text[:200]})") from None
+            raise
+
+    return guarded
+
+
+class TorchSession:
+    @_oom_guard
+    def __init__(self, prepared: Prepared, placement: Placement) -> None:
+        import torch
+
+        from edgebench.config import load_model_spec
+        from edgebench.export import build_torch_model
+
+        self._where, self._batch, self._label = f"instance {placement.instance}", prepared.input_shape[0], placement.device
+        device = parse_device(placement.device)
+        if device is None:
+            raise BackendError(f"{self._where}: no torch device for placement {placement.device!r}")
+        opts = {k: prepared.options.get(k, v) for k, v in OPTION_DEFAULTS.items()}
+        self._input_name = prepared.input_name
+        self._channels_last, self._use_graph = bool(opts["channels_last"]), bool(opts["cuda_graph"])
+        self._compiled, self._autocast = bool(opts["compile"]), prepared.precision == "amp"
+        self._dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
+        self._stream: Any = None
+        self._stream_owner = 0
+        self._graph = self._x = self._y = None
+        if device[0] == "cuda":
+            seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if device[1] >= seen:
+                raise BackendError(f"{self._where}: placement {placement.device!r} but torch sees {seen} CUDA device(s)")
+            self.device, self._label = torch.device("cuda", device[1]), f"cuda:{device[1]}"
+        else:
+            self.device = torch.device("cpu")
+            torch.set_num_threads(max(1, placement.threads))
+        tf32 = prepared.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = bool(opts["cudnn_benchmark"])
+        spec = load_model_spec(str(prepared.options["model_spec"]))
+        self._output_name = spec.output_name
+        with _BUILD_LOCK:
+            model = build_torch_model(spec, int(prepared.options.get("weights_seed", 0)))
+        model = model.requires_grad_(False).to(self.device, dtype=self._dtype)
+        if self._channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        self._model = torch.compile(model, mode=str(opts["compile"])) if self._compiled else model
+        if self.device.type == "cuda":
+            self._stream = torch.cuda.Stream(device=self.device)
+            torch.cuda.synchronize(self.device)
+
+    # ------------------------------------------------------------------ Session
+
+    @_oom_guard
+    def feed(self, inputs: dict[str, np.ndarray]) -> None:
+        import numpy as np
+        import torch
+
+        if self._input_name not in inputs:
+            raise BackendError(f"{self._where}: feed() needs input {self._input_name!r}, got {sorted(inputs)}")
+        arr = np.ascontiguousarray(inputs[self._input_name])
+        if self._graph is not None and tuple(arr.shape) != tuple(self._x.shape):
+            raise BackendError(f"{self._where}: CUDA graph was captured for shape {tuple(self._x.shape)}, got {arr.shape}")
+        self._own_stream()
+        x = torch.from_numpy(arr).to(self.device, dtype=self._dtype)
+        if self._channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
+        first = self._x is None
+        if self._graph is not None:
+            self._x.copy_(x)  # the captured graph reads this static buffer
+        else:
+            self._x = x
+        if first and (self._compiled or self._use_graph):
+            with _BUILD_LOCK:  # one compile / capture at a time in streams mode
+                self._y = self._forward(self._x)  # compilation happens here, not in warm-up
+                if self._use_graph and self._stream is not None:
+                    self._capture()
+        if self._stream is not None:
+            self._stream.synchronize()
+
+    @_oom_guard
+    def infer(self) -> None:
+        if self._stream is not None and threading.get_ident() != self._stream_owner:
+            self._own_stream()
+        if self._graph is not None:
+            self._graph.replay()
+        else:
+            self._y = self._forward(self._x)
+        if self._stream is not None:
+            self._stream.synchronize()
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        import torch
+
+        if self._x is None:
+            raise BackendError(f"{self._where}: outputs() before feed()")
+        if self._y is None:
+            self.infer()
+        y = self._y
+        y = y[0] if isinstance(y, (tuple, list)) else next(iter(y.values())) if isinstance(y, dict) else y
+        with torch.inference_mode():
+            return {self._output_name: y.detach().to("cpu", dtype=torch.float32).numpy().copy()}
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.synchronize()
+        self._graph = self._x = self._y = self._model = None
+
+    # ------------------------------------------------------------------ internals
+
+    def _forward(self, x: Any) -> Any:
+        import torch
+
+        with torch.inference_mode():
+            if self._autocast:
+                with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
+                    return self._model(x)
+            return self._model(x)
+
+    def _capture(self) -> None:
+        """Capture one forward on this session's stream into a CUDA graph (after warm-up calls)."""
+        import torch
+
+        for _ in range(GRAPH_WARMUP_CALLS):
+            self._forward(self._x)
+        self._stream.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=self._stream, capture_error_mode="thread_local"):
+            self._y = self._forward(self._x)
+        self._graph = graph
+
+    def _own_stream(self) -> None:
+        """Make this session's stream (and device) current for the calling thread (streams are per thread)."""
+        import torch
+
+        if self._stream is not None:
+            torch.cuda.set_device(self.device)
+            torch.cuda.set_stream(self._stream)
+            self._stream_owner = threading.get_ident()
