@@ -133,12 +133,15 @@ def _start_run_dir(profile: Any, out: str, run_id: str) -> tuple[Path, Any]:
 
 def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
            onnx_specs: dict | None = None) -> int:
-    from edgebench.console import progress_line, summary_table
-    from edgebench.sweep import ModelCache, run_sweep
+    from edgebench.console import progress_line, start_line, summary_table
+    from edgebench.sweep import ModelCache, idle_baseline, run_sweep
 
     models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {})
     print(f"edgebench: run folder {run_dir}", flush=True)
-    run_sweep(planned, profile, run_dir, store, models, on_row=progress_line)
+    idle_w, idle_note = idle_baseline(profile)
+    print(f"edgebench: {idle_note}", flush=True)
+    run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
+              on_start=start_line)
     rows = store.rows()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
     counts: dict[str, int] = {}

@@ -37,6 +37,12 @@ def _rich_console() -> Any:
     return Console(stderr=False)
 
 
+def start_line(i: int, total: int, cfg: Any) -> None:
+    """Printed before a config starts (export, calibration and the window can take a while)."""
+    print(f"[{i + 1}/{total}] {cfg.label()}: running (window >= {cfg.duration_s:g} s, "
+          f">= {cfg.min_inferences} inferences, <= {cfg.max_duration_s:g} s)", flush=True)
+
+
 def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
     """One line per finished config: what ran and how it ended."""
     status = row.get("status", "")

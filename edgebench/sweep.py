@@ -97,13 +97,63 @@ def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
     }
 
 
-def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path) -> dict[str, Any]:
+def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[str, Any]:
+    """Row fields from every sampler's timeline over the window; earlier samplers in the profile's
+    list win where two provide the same field (dgpu lists nvml before host: GPU power fills the row)."""
+    from edgebench.telemetry.registry import power_summary
+
+    fields: dict[str, Any] = {}
+    for tl in timelines:
+        for key, value in power_summary(tl, start_ns, end_ns).items():
+            if fields.get(key) is None:
+                fields[key] = value
+        win = tl.window(start_ns, end_ns)
+        for key, channel, agg in (("gpu_util_pct_mean", "gpu_util_pct", win.mean),
+                                  ("gpu_temp_c_max", "temperature_c", win.max),
+                                  ("gpu_sm_clock_mhz_mean", "sm_clock_mhz", win.mean)):
+            if channel in tl.channels and fields.get(key) is None:
+                fields[key] = agg(channel)
+        if "throttle_reasons" in tl.channels:
+            from edgebench.telemetry.nvml import throttle_summary
+
+            throttled, reasons = throttle_summary(tl, start_ns, end_ns)
+            fields["throttled"] = throttled
+            fields["throttle_reasons"] = ";".join(reasons) or None
+    if len(timelines) > 1:
+        fields["telemetry_source"] = "+".join(tl.source for tl in timelines)
+    return fields
+
+
+def idle_baseline(profile: Profile) -> tuple[float | None, str]:
+    """Mean power with nothing running, over telemetry.idle_baseline_s, from the profile's samplers.
+    (None, why) when the baseline is off or no sampler measures power here."""
+    import time
+
+    from edgebench.telemetry.registry import make_sampler
+
+    seconds = profile.telemetry["idle_baseline_s"]
+    if seconds <= 0:
+        return None, "idle baseline off (telemetry.idle_baseline_s = 0)"
+    samplers = [make_sampler(name, profile.telemetry["interval_s"]) for name in profile.telemetry["samplers"]]
+    for s in samplers:
+        s.start()
+    t0 = time.monotonic_ns()
+    time.sleep(seconds)
+    t1 = time.monotonic_ns()
+    fields = telemetry_fields([s.stop() for s in samplers], t0, t1)
+    if fields.get("power_w_mean") is None:
+        return None, f"no power measurable for an idle baseline ({fields.get('energy_source')})"
+    return fields["power_w_mean"], f"idle {fields['power_w_mean']:.3f} W over {seconds:g} s ({fields['energy_source']})"
+
+
+def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
+            idle_power_w: float | None = None) -> dict[str, Any]:
     """Measure one config; returns the row fields beyond base_row. Raises EdgebenchError on bad input."""
     from edgebench.accuracy import accuracy_inputs, compare
     from edgebench.backends.registry import get_backend
     from edgebench.runner.metrics import judge, summarize
     from edgebench.runner.orchestrator import run_instances
-    from edgebench.telemetry.registry import make_sampler, power_summary
+    from edgebench.telemetry.registry import make_sampler
 
     spec = models.spec(cfg.model)
     artifact = models.variant(spec, cfg.precision)
@@ -113,7 +163,10 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path)
         "weights": artifact.weights,
         "onnx_sha256": artifact.sha256,
         "provider": prepared.info.get("provider", ""),
-        "artifact_dir": str(Path(artifact.onnx_path).parent),
+        "artifact_dir": str(row_dir.relative_to(row_dir.parent.parent)),
+        "options": ";".join(f"{k}={v}" for k, v in cfg.options),
+        "accuracy_samples": cfg.accuracy_samples or None,
+        "warmup_s": cfg.warmup_s,
     }
     acc_in = None
     if cfg.accuracy_samples > 0:
@@ -145,17 +198,16 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path)
         latency_ms_p99=lat.get("p99"),
         latency_ms_max=lat.get("max"),
     )
-    notes = []
-    for tl in outcome.timelines:
-        p = power_summary(tl, summary.window_start_ns, summary.window_end_ns)
-        notes.extend(tl.notes)
-        for key, value in p.items():
-            if value is not None and row.get(key) in (None, ""):
-                row[key] = value
-    if row.get("energy_j") not in (None, "") and summary.samples:
-        row["energy_per_inference_mj"] = float(row["energy_j"]) * 1000.0 / summary.samples
-    if notes and not row.get("energy_source"):
-        row["energy_source"] = "none: " + "; ".join(notes)
+    row.update(telemetry_fields(outcome.timelines, summary.window_start_ns, summary.window_end_ns))
+    if row.get("energy_j") is not None and summary.samples:
+        row["energy_per_inference_mj"] = row["energy_j"] * 1000.0 / summary.samples
+        if idle_power_w is not None and row.get("power_w_mean") is not None:
+            row["power_w_idle"] = idle_power_w
+            dynamic_j = (row["power_w_mean"] - idle_power_w) * summary.window_s
+            row["energy_per_inference_dynamic_mj"] = dynamic_j * 1000.0 / summary.samples
+    if row.get("throttled"):
+        row["status"] = "invalid"
+        row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
     if acc_in is not None and outcome.accuracy_outputs:
         first = next(iter(outcome.accuracy_outputs.values()))
         try:
@@ -203,6 +255,8 @@ def run_sweep(
     store: ResultsStore,
     models: ModelCache,
     on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
+    idle_power_w: float | None = None,
+    on_start: Callable[[int, int, RunConfig], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every planned config not already done in `store`; returns the rows written now."""
     done = store.done_hashes()
@@ -219,8 +273,10 @@ def run_sweep(
             row.update(status="skipped", reason=p.skip_reason)
         else:
             row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
+            if on_start:
+                on_start(i, len(planned), cfg)
             try:
-                row.update(execute(cfg, profile, models, row_dir))
+                row.update(execute(cfg, profile, models, row_dir, idle_power_w))
             except EdgebenchError as exc:
                 row.update(status="failed", reason=str(exc))
             except Exception as exc:  # an internal bug must not cost the sweep its other rows

@@ -59,7 +59,7 @@ COLUMNS: list[Column] = [
     Column("latency_ms_max", "ms", "slowest inference (one batch) inside the window"),
     Column("per_instance_ips", "samples/s", "throughput of each instance in instance order, ';'-joined"),
     Column("stability_pct", "%",
-           "spread of throughput across sub-windows: (max - min) / mean * 100; invalid above the tolerance"),
+           "largest deviation of a sub-window's throughput from the window mean, % of the mean; invalid above run.stability_tolerance_pct"),
     # --- power and energy
     Column("power_w_max", "W", "highest power sample inside the window"),
     Column("energy_j", "J", "energy over the window, all instances"),
@@ -78,16 +78,21 @@ COLUMNS: list[Column] = [
     Column("rss_mib_max", "MiB", "peak resident memory of the instance processes (and children), summed"),
     Column("mem_used_mib_max", "MiB", "peak system memory in use (total - available)"),
     Column("gpu_util_pct_mean", "%", "mean GPU utilization over the window (GPU samplers only)"),
-    Column("throttled", "", "true when the device reported thermal/power throttling in the window"),
+    Column("gpu_temp_c_max", "C", "highest GPU temperature inside the window (GPU samplers only)"),
+    Column("gpu_sm_clock_mhz_mean", "MHz", "mean SM clock inside the window (GPU samplers only)"),
+    Column("throttled", "", "true when the device reported thermal/power throttling in the window (row -> invalid)"),
+    Column("throttle_reasons", "", "every clock-event reason the device reported inside the window, ';'-joined"),
     # --- accuracy vs the FP32 reference on fixed inputs
     Column("accuracy_samples", "samples", "fixed inputs compared against the FP32 reference"),
     Column("accuracy_top1_agreement_pct", "%", "share of inputs whose top-1 class equals the FP32 reference's"),
     Column("accuracy_max_abs_err", "", "largest absolute difference of any output value vs FP32 (output units)"),
     Column("accuracy_cosine_min", "", "lowest cosine similarity of an output vector vs FP32 (1 = identical)"),
-    Column("tensor_core_evidence", "", "what shows tensor cores / the precision ran (e.g. engine layer precisions)"),
+    Column("tensor_core_time_pct", "%", "share of GPU kernel time in tensor-core kernels, from a profiled pass outside the window"),
+    Column("tensor_core_evidence", "", "what shows tensor cores / the precision ran (top kernels, engine layer precisions)"),
+    Column("options", "", "backend options of the row, e.g. cuda_graph=True;channels_last=True"),
     # --- artifacts
     Column("onnx_sha256", "", "sha256 of the ONNX file the backend prepared from"),
-    Column("artifact_dir", "", "folder of this row's per-row files (latencies, telemetry timeline)"),
+    Column("artifact_dir", "", "folder of this row's per-row files (latencies, telemetry timeline), relative to the run"),
     Column("edgebench_version", "", "edgebench version that wrote the row"),
 ]
 
