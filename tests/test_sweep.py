@@ -168,3 +168,23 @@ def test_onnx_whose_input_contradicts_the_config_is_refused(tmp_path):
     assert out.returncode == 2
     assert str(path) in out.stderr and "batch" in out.stderr and "8" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_export_then_run_an_external_onnx_through_int8(cache_env, tmp_path):
+    """The board workflow: export on a workstation, benchmark the .onnx where torch is absent."""
+    onnx_path = tmp_path / "tiny.onnx"
+    out = subprocess.run([sys.executable, "-m", "edgebench", "export", "--model", "tiny_cnn", "--out", str(onnx_path)],
+                         capture_output=True, text=True, env=cache_env, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert onnx_path.stat().st_size > 1000 and "weights random-init" in out.stdout
+    runs = tmp_path / "runs"
+    out = subprocess.run([sys.executable, "-m", "edgebench", "run", "--onnx", str(onnx_path), "--precision", "int8",
+                          "--batch", "2", "--instances", "2", "--mode", "streams", "--duration", "0.5",
+                          "--out", str(runs)], capture_output=True, text=True, env=cache_env, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (row,) = read_rows(only_run_dir(runs))
+    assert row["model"] == "tiny" and row["precision"] == "int8" and row["mode"] == "streams"
+    assert row["placement"] == "cpu+cpu" and row["batch"] == "2"
+    assert row["status"] in ("ok", "invalid") and float(row["throughput_ips"]) > 0
+    assert row["weights"] == "from-onnx"
+    assert float(row["accuracy_cosine_min"]) > 0.9  # int8 of the same file vs its fp32
