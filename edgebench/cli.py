@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", required=True)
     e.add_argument("--out", help="also copy the ONNX file here")
 
+    rp = sub.add_parser("report", help="tables from one or more run folders (speedup over fp32, with spread)")
+    rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    rp.add_argument("--out", help="folder for speedup.csv and speedup.md (default: the first run folder)")
+
     sub.add_parser("doctor", help="what backends, providers and samplers this machine has, and why not")
     sub.add_parser("profiles", help="list device profiles with their descriptions")
     return p
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
-                   "doctor": cmd_doctor, "profiles": cmd_profiles}[args.command]
+                   "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report}[args.command]
         return handler(args)
     except EdgebenchError as exc:
         print(f"edgebench: error: {exc}", file=sys.stderr)
@@ -236,6 +240,25 @@ def cmd_export(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(art.path, args.out)
         print(f"copied to {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from edgebench.errors import EdgebenchError
+    from edgebench.report.speedup import read_rows, speedup_rows, to_markdown, write_csv
+
+    run_dirs = [Path(d) for d in args.run_dirs]
+    for d in run_dirs:
+        if not (d / "results.csv").exists():
+            raise EdgebenchError(f"{d}: not a run folder (no results.csv)")
+    records = speedup_rows(read_rows(run_dirs))
+    out = Path(args.out) if args.out else run_dirs[0]
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(records, out / "speedup.csv")
+    markdown = to_markdown(records)
+    (out / "speedup.md").write_text(markdown)
+    print(markdown)
+    print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
     return 0
 
 

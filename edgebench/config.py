@@ -54,6 +54,7 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "backends": Field("list[str]", ["ort"]),
         "accelerator": Field("str", "cpu", doc="placement of every instance when `placements` is not given"),
         "placements": Field("list[list[str]]", None, doc="explicit placement sets; each set's length is its instance count"),
+        "option_sets": Field("list[map]", None, doc="backend option sets, e.g. [{}, {cuda_graph: true}]; each is a row"),
     },
     "run": {
         "warmup_s": Field("float", 1.0, minimum=0.0),
@@ -68,6 +69,10 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "collect_timeout_s": Field("float", 60.0, minimum=1.0),
         "seed": Field("int", 0),
         "accuracy_samples": Field("int", 16, minimum=0, doc="fixed inputs compared against FP32 (0 = off)"),
+        "repeats": Field("int", 1, minimum=1, doc="measure every config this many times (rows differ in `repeat`)"),
+        "kernel_profile_steps": Field("int", 0, minimum=0,
+                                      doc="GPU: profile this many inferences of instance 0 outside the window "
+                                          "to get tensor_core_time_pct (0 = off)"),
     },
     "telemetry": {
         "samplers": Field("list[str]", ["host"]),
@@ -118,6 +123,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "list[int]":
         return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if kind == "list[map]":
+        return value is None or (isinstance(value, list) and all(isinstance(v, Mapping) for v in value))
     if kind == "list[list[str]]":
         return value is None or (
             isinstance(value, list)
@@ -405,6 +412,8 @@ class RunConfig:
     collect_timeout_s: float = 60.0
     seed: int = 0
     accuracy_samples: int = 16
+    repeat: int = 0  # index among run.repeats identical measurements
+    kernel_profile_steps: int = 0
     options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)  # backend options, sorted
 
     def __post_init__(self) -> None:
@@ -443,4 +452,6 @@ class RunConfig:
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def label(self) -> str:
-        return f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"
+        opts = "".join(f"/{k}={v}" for k, v in self.options)
+        rep = f"/r{self.repeat}" if self.repeat else ""
+        return f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}{opts}{rep}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,8 @@ def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
 
 
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list[PlannedRun]:
-    """Every combination of the sweep, in a stable order (model, backend, precision, batch, placements, mode).
+    """Every combination of the sweep, in a stable order (model, backend, precision, batch, placements, mode,
+    option set, repeat).
 
     `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx).
     """
@@ -55,34 +57,36 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list
             raise ConfigError(profile.source, "sweep.backends", str(exc)) from None
 
     run = profile.run
+    option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.get("option_sets") or [{}])]
     planned: list[PlannedRun] = []
-    for model in models:
-        for backend_name, backend in backends.items():
-            for precision in profile.sweep["precisions"]:
-                for batch in profile.sweep["batches"]:
-                    for placements in placement_sets(profile):
-                        for mode in profile.sweep["modes"]:
-                            cfg = RunConfig(
-                                model=model,
-                                backend=backend_name,
-                                precision=precision,
-                                batch=batch,
-                                placements=placements,
-                                mode=mode,
-                                threads_per_instance=threads_for(profile, len(placements), env.cpu_count),
-                                warmup_s=run["warmup_s"],
-                                duration_s=run["duration_s"],
-                                max_duration_s=run["max_duration_s"],
-                                min_inferences=run["min_inferences"],
-                                sub_windows=run["sub_windows"],
-                                stability_tolerance_pct=run["stability_tolerance_pct"],
-                                load_timeout_s=run["load_timeout_s"],
-                                barrier_timeout_s=run["barrier_timeout_s"],
-                                collect_timeout_s=run["collect_timeout_s"],
-                                seed=run["seed"],
-                                accuracy_samples=run["accuracy_samples"],
-                            )
-                            planned.append(PlannedRun(cfg, backend.supports(cfg, env)))
+    for model, backend_name, precision, batch, placements, mode, options, repeat in itertools.product(
+        models, backends, profile.sweep["precisions"], profile.sweep["batches"], placement_sets(profile),
+        profile.sweep["modes"], option_sets, range(run["repeats"]),
+    ):
+        cfg = RunConfig(
+            model=model,
+            backend=backend_name,
+            precision=precision,
+            batch=batch,
+            placements=placements,
+            mode=mode,
+            threads_per_instance=threads_for(profile, len(placements), env.cpu_count),
+            warmup_s=run["warmup_s"],
+            duration_s=run["duration_s"],
+            max_duration_s=run["max_duration_s"],
+            min_inferences=run["min_inferences"],
+            sub_windows=run["sub_windows"],
+            stability_tolerance_pct=run["stability_tolerance_pct"],
+            load_timeout_s=run["load_timeout_s"],
+            barrier_timeout_s=run["barrier_timeout_s"],
+            collect_timeout_s=run["collect_timeout_s"],
+            seed=run["seed"],
+            accuracy_samples=run["accuracy_samples"],
+            repeat=repeat,
+            kernel_profile_steps=run["kernel_profile_steps"],
+            options=options,
+        )
+        planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env)))
     return planned
 
 

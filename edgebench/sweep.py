@@ -124,6 +124,20 @@ def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[s
     return fields
 
 
+def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[str, Any]:
+    """tensor_core_time_pct and a short evidence string (the top kernels by time) for the row."""
+    if not kernels:
+        return {"tensor_core_evidence": note or "kernel profile: no GPU kernels recorded"}
+    from edgebench.tensorcores import kernel_summary
+
+    summary = kernel_summary(kernels, top=3)
+    top = "; ".join(f"{k['name'][:60]} {k['time_us']:.0f}us{' TC' if k['tensor_core'] else ''}"
+                    for k in summary["top_kernels"])  # type: ignore[union-attr]
+    return {"tensor_core_time_pct": summary["tensor_core_time_pct"],
+            "tensor_core_evidence": f"{summary['tensor_core_kernels']}/{summary['distinct_kernels']} kernels on "
+                                    f"tensor cores; top: {top}"}
+
+
 def idle_baseline(profile: Profile) -> tuple[float | None, str]:
     """Mean power with nothing running, over telemetry.idle_baseline_s, from the profile's samplers.
     (None, why) when the baseline is off or no sampler measures power here."""
@@ -208,6 +222,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if row.get("throttled"):
         row["status"] = "invalid"
         row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
+    if cfg.kernel_profile_steps > 0:
+        row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
     if acc_in is not None and outcome.accuracy_outputs:
         first = next(iter(outcome.accuracy_outputs.values()))
         try:

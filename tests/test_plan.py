@@ -54,3 +54,19 @@ def test_unknown_model_or_backend_in_profile_names_the_field():
     prof = load_profile("host").with_overrides("sweep", backends=["tensorflow"])
     with pytest.raises(ConfigError, match=r"'sweep.backends'.*tensorflow"):
         expand(prof, CPU_ENV)
+
+
+def test_option_sets_and_repeats_multiply_rows_with_distinct_hashes():
+    prof = load_profile("host").with_overrides("sweep", models=["resnet18"], precisions=["fp32"],
+                                               instances=[1], option_sets=[{}, {"cuda_graph": True}])
+    prof = prof.with_overrides("run", repeats=3)
+    planned = expand(prof, CPU_ENV)
+    assert len(planned) == 2 * 3
+    assert len({p.cfg.config_hash() for p in planned}) == 6
+    assert sorted({p.cfg.repeat for p in planned}) == [0, 1, 2]
+    with_opts = [p for p in planned if p.cfg.options]
+    assert len(with_opts) == 3 and all(dict(p.cfg.options) == {"cuda_graph": True} for p in with_opts)
+    # ort takes no options: those rows are skipped with the reason, the plain ones run
+    assert all("takes no options" in p.skip_reason for p in with_opts)
+    assert all(p.skip_reason is None for p in planned if not p.cfg.options)
+    assert "/cuda_graph=True/r2" in with_opts[-1].cfg.label()

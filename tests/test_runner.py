@@ -384,3 +384,20 @@ def test_ort_backend_runs_a_real_graph_in_the_runner(tmp_path):
     assert out.status == "ok", out.reason
     np.testing.assert_allclose(out.accuracy_outputs["output"], inputs @ weight, rtol=1e-5, atol=1e-6)  # type: ignore[index]
     assert summarize(out.instances, cfg.batch, cfg.sub_windows).inferences >= cfg.min_inferences
+
+
+def test_kernel_profile_without_a_gpu_is_a_stated_absence_not_a_failure():
+    from edgebench.backends.base import Prepared
+    from edgebench.config import RunConfig
+    from edgebench.runner.orchestrator import run_instances
+
+    cfg = RunConfig(model="m", backend="null", precision="fp32", batch=1, placements=("cpu",), warmup_s=0.05,
+                    duration_s=0.2, max_duration_s=1.0, min_inferences=10, kernel_profile_steps=2,
+                    accuracy_samples=0)
+    prepared = Prepared(backend="null", model_path="", input_name="x", input_shape=(1, 4), input_dtype="float32",
+                        precision="fp32")
+    outcome = run_instances(cfg, prepared)
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.kernels is None
+    assert outcome.kernels_note.startswith("kernel profile unavailable:")
+    assert "CUDA" in outcome.kernels_note or "torch" in outcome.kernels_note

@@ -39,6 +39,8 @@ class OrtBackend:
     def supports(self, cfg: RunConfig, env: Env) -> str | None:
         if env.ort_missing_reason:
             return env.ort_missing_reason
+        if cfg.options:
+            return f"the ort backend takes no options (got {', '.join(k for k, _ in cfg.options)})"
         if cfg.precision not in ONNX_PRECISIONS:
             return (
                 f"ort runs the precision stored in the ONNX ({', '.join(ONNX_PRECISIONS)}); "

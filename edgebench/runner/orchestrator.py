@@ -67,6 +67,8 @@ class RunOutcome:
     accuracy_outputs: dict[str, np.ndarray] | None = None  # instance 0's outputs on accuracy_inputs
     threads_per_instance: int = 1
     phase_s: dict[str, float] = field(default_factory=dict)  # load_warmup, measure, collect
+    kernels: list[tuple[str, float]] | None = None  # instance 0's profiled GPU kernels (name, us)
+    kernels_note: str = ""  # why there are none, when profiling was asked for
 
 
 def run_instances(
@@ -136,6 +138,8 @@ class _Run:
         self.errors: dict[int, str] = {}
         self.fault: str | None = None
         self.accuracy_outputs: dict[str, np.ndarray] | None = None
+        self.kernels: list[tuple[str, float]] | None = None
+        self.kernels_note = ""
         self.started: list[Sampler] = []
         self.timelines: list[Timeline] = []
         self.samplers_stopped = False
@@ -237,6 +241,8 @@ class _Run:
             accuracy_outputs=self.accuracy_outputs,
             threads_per_instance=cfg.threads_per_instance,
             phase_s=dict(self.phase_s),
+            kernels=self.kernels,
+            kernels_note=self.kernels_note,
         )
 
     def _failed(self) -> RunOutcome:
@@ -367,6 +373,8 @@ class _Run:
         elif kind == "accuracy":
             with open(msg[2], "rb") as fh:
                 self.accuracy_outputs = pickle.load(fh)
+        elif kind == "kernels":
+            self.kernels, self.kernels_note = msg[2], msg[3]
         elif kind == "done":
             self.done[i] = msg[3]
         elif kind == "error":

@@ -198,6 +198,10 @@ def run_instance(
         if set_phase is not None:
             set_phase("warmup")
         warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
+        if index == 0 and cfg.kernel_profile_steps > 0:
+            phase = "profile"
+            send(("phase", index, phase))
+            send(("kernels", index, *profile_session(session.infer, cfg.kernel_profile_steps)))
         send(("ready", index, warm_n))
         phase = "barrier"
         barrier.wait(cfg.barrier_timeout_s)
@@ -223,6 +227,16 @@ def run_instance(
                 session.close()
             except Exception:  # noqa: BLE001 - closing after the result is sent cannot change it
                 pass
+
+
+def profile_session(infer: Callable[[], None], steps: int) -> tuple[list[tuple[str, float]] | None, str]:
+    """GPU kernels of `steps` inferences (outside the window), or (None, why) — never fails the row."""
+    try:
+        from edgebench.tensorcores import profile_kernels
+
+        return profile_kernels(infer, steps=steps, warmup=1), ""
+    except Exception as exc:  # noqa: BLE001 - no torch/CUPTI/GPU here: the row states it
+        return None, f"kernel profile unavailable: {describe(exc)}"
 
 
 def child_main(

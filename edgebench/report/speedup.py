@@ -1,0 +1,103 @@
+"""Speedup of each precision over strict FP32, per batch, with the spread over repeats.
+
+Input: result rows (results.csv of one or more runs). Only `ok` rows count; how many repeats were
+ok is in the table, so a precision with failed/invalid repeats is visible, not silently averaged.
+Speedup = median throughput of the precision / median throughput of fp32 for the same model,
+backend, batch, instances, mode, placement and options. Its range is the most pessimistic and most
+optimistic pairing of the repeats: min(p)/max(fp32) .. max(p)/min(fp32).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options")
+COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ips_median", "throughput_ips_min",
+           "throughput_ips_max", "speedup_vs_fp32", "speedup_min", "speedup_max", "tensor_core_time_pct_median",
+           "energy_per_inference_mj_median")
+BASELINE = "fp32"
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if row.get("status") == "skipped":
+            continue
+        key = tuple(str(row.get(k, "")) for k in GROUP_KEYS)
+        groups[key][str(row["precision"])].append(row)
+    out = []
+    for key in sorted(groups, key=lambda k: (k[0], k[1], int(k[2] or 0), int(k[3] or 0), k[4], k[5], k[6])):
+        by_prec = groups[key]
+        base = [t for r in by_prec.get(BASELINE, []) if r.get("status") == "ok"
+                and (t := _num(r.get("throughput_ips"))) is not None]
+        for precision, prows in by_prec.items():
+            ok = [r for r in prows if r.get("status") == "ok"]
+            tput = [t for r in ok if (t := _num(r.get("throughput_ips"))) is not None]
+            tc = [v for r in ok if (v := _num(r.get("tensor_core_time_pct"))) is not None]
+            energy = [v for r in ok if (v := _num(r.get("energy_per_inference_mj"))) is not None]
+            rec: dict[str, Any] = dict(zip(GROUP_KEYS, key))
+            rec.update(precision=precision, repeats_ok=len(tput), repeats_all=len(prows),
+                       throughput_ips_median=_median(tput), throughput_ips_min=min(tput, default=None),
+                       throughput_ips_max=max(tput, default=None), tensor_core_time_pct_median=_median(tc),
+                       energy_per_inference_mj_median=_median(energy),
+                       speedup_vs_fp32=None, speedup_min=None, speedup_max=None)
+            if tput and base:
+                rec["speedup_vs_fp32"] = statistics.median(tput) / statistics.median(base)
+                rec["speedup_min"] = min(tput) / max(base)
+                rec["speedup_max"] = max(tput) / min(base)
+            out.append(rec)
+    return out
+
+
+def read_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for run_dir in run_dirs:
+        with open(Path(run_dir) / "results.csv", newline="") as fh:
+            rows.extend(csv.DictReader(fh))
+    return rows
+
+
+def _cell(value: Any, digits: int = 3) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def write_csv(records: list[dict[str, Any]], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        w.writeheader()
+        for rec in records:
+            w.writerow({k: "" if rec.get(k) is None else rec[k] for k in COLUMNS})
+
+
+def to_markdown(records: list[dict[str, Any]]) -> str:
+    head = ["model", "backend", "batch", "inst", "mode", "options", "precision", "ok/all", "img/s (median)",
+            "speedup vs fp32", "range", "TC time %", "mJ/img"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in records:
+        rng = (f"{_cell(r['speedup_min'])}..{_cell(r['speedup_max'])}" if r["speedup_min"] is not None else "")
+        lines.append("| " + " | ".join([
+            r["model"], r["backend"], r["batch"], r["instances"], r["mode"], r["options"] or "-", r["precision"],
+            f"{r['repeats_ok']}/{r['repeats_all']}", _cell(r["throughput_ips_median"], 4),
+            _cell(r["speedup_vs_fp32"]), rng, _cell(r["tensor_core_time_pct_median"]),
+            _cell(r["energy_per_inference_mj_median"]),
+        ]) + " |")
+    return "\n".join(lines) + "\n"
