@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--backends", type=_csv_list(str), help="e.g. ort,null")
     b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
     b.add_argument("--duration", type=float, help="minimum measured window in seconds")
+    b.add_argument("--repeats", type=int, help="measure every configuration this many times")
     b.add_argument("--out", default=DEFAULT_OUT, help="folder the run folder is created in (default runs/)")
     b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep; rows already valid are kept")
     b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit")
@@ -87,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except EdgebenchError as exc:
         print(f"edgebench: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `edgebench bench --dry-run | head`: the reader left, nothing is wrong
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("edgebench: interrupted; rows written so far are kept (resume with --resume RUN_DIR)", file=sys.stderr)
         return 130
@@ -118,7 +122,7 @@ def _apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
     if args.duration is not None:
         max_d = max(profile.run["max_duration_s"], args.duration)
         profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
-    return profile
+    return profile.with_overrides("run", repeats=args.repeats)
 
 
 def _start_run_dir(profile: Any, out: str, run_id: str) -> tuple[Path, Any]:

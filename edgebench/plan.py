@@ -99,5 +99,6 @@ def describe(planned: list[PlannedRun]) -> str:
         c = p.cfg
         head = (f"{i:3d}  {c.model:<20} {c.backend:<5} {c.precision:<5} b{c.batch:<3} "
                 f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
-        lines.append(head + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
+        extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
+        lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
     return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""ONNX Runtime on the CUDA execution provider: device-resident I/O, fp32/fp16/int8 artifacts (GPU tier)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _cuda_ep_reason() -> str | None:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "needs onnxruntime-gpu (onnxruntime is not installed)"
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return "needs onnxruntime-gpu with a CUDA GPU (CUDAExecutionProvider not available)"
+    return None
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_cuda_ep_reason() is not None, reason=str(_cuda_ep_reason()))]
+
+
+@pytest.mark.parametrize("precision, cos_min", [("fp32", 0.99999), ("fp16", 0.999), ("int8", 0.9)])
+def test_cuda_ep_matches_cpu_fp32(artifact_cache, precision, cos_min):
+    from edgebench.accuracy import accuracy_inputs, compare, reference_outputs
+    from edgebench.backends.base import Placement
+    from edgebench.backends.ort import OrtBackend
+    from edgebench.config import RunConfig, load_model_spec
+    from edgebench.export import export_onnx
+    from edgebench.precision import precision_artifact
+
+    spec = load_model_spec("tiny_cnn")
+    fp32 = export_onnx(spec, artifact_cache)
+    art = precision_artifact(spec, fp32, precision, artifact_cache, {"source": "synthetic", "samples": 8, "seed": 0})
+    cfg = RunConfig(model="tiny_cnn", backend="ort", precision=precision, batch=8, placements=("cuda:0",))
+    prepared = OrtBackend().prepare(cfg, art, artifact_cache)
+    session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
+    x = accuracy_inputs(spec.input_shape, 8, seed=0)
+    session.feed({spec.input_name: x})
+    session.infer()
+    out = next(iter(session.outputs().values()))
+    session.close()
+    agreement = compare(out, reference_outputs(str(fp32.path), spec.input_name, x))
+    assert agreement.cosine_min >= cos_min, agreement
+
+
+def test_cuda_ep_two_streams_in_one_process(artifact_cache):
+    from edgebench.backends.ort import OrtBackend
+    from edgebench.config import RunConfig, load_model_spec
+    from edgebench.export import export_onnx
+    from edgebench.precision import precision_artifact
+    from edgebench.runner.metrics import summarize
+    from edgebench.runner.orchestrator import run_instances
+
+    spec = load_model_spec("tiny_cnn")
+    art = precision_artifact(spec, export_onnx(spec, artifact_cache), "fp32", artifact_cache, {})
+    cfg = RunConfig(model="tiny_cnn", backend="ort", precision="fp32", batch=4, placements=("cuda:0", "cuda:0"),
+                    mode="streams", warmup_s=0.3, duration_s=1.0, max_duration_s=5.0, min_inferences=100,
+                    accuracy_samples=0)
+    outcome = run_instances(cfg, OrtBackend().prepare(cfg, art, artifact_cache))
+    assert outcome.status == "ok", outcome.reason
+    s = summarize(outcome.instances, 4, cfg.sub_windows)
+    assert all(v > 0 for v in s.per_instance_ips) and s.inferences >= 100
+    assert np.all(np.diff(outcome.instances[0].start_ns) > 0)
