@@ -197,11 +197,12 @@ def run_instance(
         send(("phase", index, phase))
         if set_phase is not None:
             set_phase("warmup")
-        warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
         if index == 0 and cfg.kernel_profile_steps > 0:
+            # before warm-up, so the profiler's teardown never lands in the measured window
             phase = "profile"
             send(("phase", index, phase))
             send(("kernels", index, *profile_session(session.infer, cfg.kernel_profile_steps)))
+        warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
         send(("ready", index, warm_n))
         phase = "barrier"
         barrier.wait(cfg.barrier_timeout_s)
