@@ -156,7 +156,10 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    return 0 if counts.get("ok", 0) > 0 or not rows else 1
+    # exit 1 only when configs were attempted and none was measured (all failed); invalid rows are
+    # measurements whose validity the row states, skipped rows are the plan's decision
+    measured = counts.get("ok", 0) + counts.get("invalid", 0)
+    return 1 if counts.get("failed", 0) and not measured else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
