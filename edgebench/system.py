@@ -56,6 +56,7 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "packages": _packages(unavailable),
         "onnxruntime_providers": get("onnxruntime_providers", _ort_providers),
         "git": get("git", _git),
+        "cuda_mps": get("cuda_mps", cuda_mps_state),
     }
     info["unavailable"] = unavailable
     if extra:
@@ -213,3 +214,20 @@ def _git() -> dict[str, Any]:
         raise LookupError(f"{PROJECT_ROOT} is a git checkout without a commit yet") from None
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     return {"commit": commit, "dirty": dirty}
+
+
+MPS_PROCESS_NAMES = ("nvidia-cuda-mps-control", "nvidia-cuda-mps-server")
+
+
+def cuda_mps_state(process_names: list[str] | None = None, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Whether CUDA MPS is active: its daemons running, and the pipe directory clients would use.
+    Recorded only; edgebench never starts or stops MPS."""
+    import psutil
+
+    env = os.environ if environ is None else environ
+    names = process_names if process_names is not None else [p.info["name"] or "" for p in
+                                                            psutil.process_iter(["name"])]
+    running = sorted({n for n in names if n in MPS_PROCESS_NAMES})
+    pipe_dir = env.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
+    return {"active": bool(running), "daemons": running, "pipe_directory": pipe_dir,
+            "pipe_directory_exists": os.path.isdir(pipe_dir)}

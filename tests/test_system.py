@@ -90,3 +90,16 @@ def test_git_commit_of_a_real_checkout(monkeypatch, tmp_path):
     assert info["git"] == {"commit": git("rev-parse", "HEAD"), "dirty": False}
     (tmp_path / "f.txt").write_text("2")
     assert collect_system_info()["git"]["dirty"] is True
+
+
+def test_cuda_mps_state_from_process_names_and_pipe_dir(tmp_path):
+    from edgebench.system import collect_system_info, cuda_mps_state
+
+    off = cuda_mps_state(process_names=["python3", "bash"], environ={"CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "x")})
+    assert off == {"active": False, "daemons": [], "pipe_directory": str(tmp_path / "x"),
+                   "pipe_directory_exists": False}
+    on = cuda_mps_state(process_names=["nvidia-cuda-mps-control", "nvidia-cuda-mps-server", "python3"],
+                        environ={"CUDA_MPS_PIPE_DIRECTORY": str(tmp_path)})
+    assert on["active"] is True and on["pipe_directory_exists"] is True
+    assert on["daemons"] == ["nvidia-cuda-mps-control", "nvidia-cuda-mps-server"]
+    assert collect_system_info()["cuda_mps"]["active"] is False  # nothing starts MPS on this machine
