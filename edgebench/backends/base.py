@@ -49,6 +49,14 @@ class Prepared:
     options: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)  # recorded in the row (provider, hashes, ...)
 
+    @classmethod
+    def for_artifact(cls, backend: str, cfg: RunConfig, model: ModelArtifact, *, precision: str | None = None,
+                     options: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Prepared:
+        """The usual Prepared: the artifact's file and input at the config's batch size."""
+        return cls(backend=backend, model_path=model.onnx_path, input_name=model.input_name,
+                   input_shape=(cfg.batch, *model.input_shape), input_dtype=model.input_dtype,
+                   precision=precision or model.precision, options=dict(options or {}), info=dict(info or {}))
+
 
 @dataclass(frozen=True)
 class Placement:

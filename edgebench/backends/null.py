@@ -95,16 +95,9 @@ class NullBackend:
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
         options = dict(cfg.options)
         check_options(options)
-        return Prepared(
-            backend=self.name,
-            model_path=model.onnx_path,
-            input_name=model.input_name,
-            input_shape=(cfg.batch, *model.input_shape),
-            input_dtype=model.input_dtype,
-            precision=model.precision,
-            options=options,
-            info={"provider": "none", "note": "null backend: no framework, measures harness overhead"},
-        )
+        return Prepared.for_artifact(
+            self.name, cfg, model, options=options,
+            info={"provider": "none", "note": "null backend: no framework, measures harness overhead"})
 
     def open(self, prepared: Prepared, placement: Placement) -> NullSession:
         opts = check_options(dict(prepared.options))

@@ -65,16 +65,8 @@ class OrtBackend:
 
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
         providers = sorted({provider_for(d)[0] for d in cfg.placements})  # type: ignore[index]
-        return Prepared(
-            backend=self.name,
-            model_path=model.onnx_path,
-            input_name=model.input_name,
-            input_shape=(cfg.batch, *model.input_shape),
-            input_dtype=model.input_dtype,
-            precision=model.precision,
-            options=dict(cfg.options),
-            info={"provider": "+".join(providers), "onnx_sha256": model.sha256},
-        )
+        return Prepared.for_artifact(self.name, cfg, model, options=dict(cfg.options),
+                                     info={"provider": "+".join(providers), "onnx_sha256": model.sha256})
 
     def open(self, prepared: Prepared, placement: Placement) -> OrtSession:
         return OrtSession(prepared, placement)

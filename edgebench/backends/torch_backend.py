@@ -127,9 +127,8 @@ class TorchBackend:
         seed = model.sidecar.get("seed", 0)  # the seed the ONNX was exported with: same weights as the ONNX
         seed = seed if type(seed) is int else 0
         provider = "torch-" + ("compile" if opts["compile"] else "eager") + ("+cudagraph" if opts["cuda_graph"] else "")
-        return Prepared(
-            backend=self.name, model_path=model.onnx_path, input_name=model.input_name,
-            input_shape=(cfg.batch, *model.input_shape), input_dtype=model.input_dtype, precision=cfg.precision,
+        return Prepared.for_artifact(
+            self.name, cfg, model, precision=cfg.precision,
             options={**opts, "model_spec": spec.name, "weights_seed": seed},
             info={"provider": provider, "math": MATH[cfg.precision], "weights_seed": seed, "options": opts})
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import csv
 import math
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -94,6 +97,25 @@ def _interp(pts: list[tuple[int, float]], t: int) -> float:
         if t0 <= t <= t1:
             return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
     raise ValueError("t outside the samples")
+
+
+def sample_on_grid(stop: threading.Event, interval_s: float, first_ns: int, sample: Callable[[], None],
+                   timeline: Timeline, name: str) -> None:
+    """Call sample() every interval_s on a fixed time grid starting at first_ns until `stop` is set.
+    Ticks missed under load are skipped (the grid is kept, not shifted). An exception ends sampling
+    with a note in the timeline instead of killing the benchmark it runs beside."""
+    interval_ns = int(interval_s * 1e9)
+    next_ns = first_ns + interval_ns
+    while not stop.wait(max(0.0, (next_ns - time.monotonic_ns()) / 1e9)):
+        try:
+            sample()
+        except Exception as exc:  # noqa: BLE001 - say why the timeline ends early
+            timeline.notes.append(f"{name} sampler stopped early: {type(exc).__name__}: {exc}")
+            return
+        next_ns += interval_ns
+        now = time.monotonic_ns()
+        if next_ns < now:
+            next_ns += ((now - next_ns) // interval_ns + 1) * interval_ns
 
 
 class Sampler(Protocol):

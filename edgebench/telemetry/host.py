@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.telemetry.base import Channel, Timeline
+from edgebench.telemetry.base import Channel, Timeline, sample_on_grid
 
 _PACKAGE_ZONE = re.compile(r"^intel-rapl:(\d+)$")
 _MIB = 1024.0 * 1024.0
@@ -215,19 +215,8 @@ class HostSampler:
     # ------------------------------------------------------------------ sampling
 
     def _loop(self) -> None:
-        interval_ns = int(self.interval_s * 1e9)
-        next_ns = (self.start_ns or time.monotonic_ns()) + interval_ns
-        while not self._stop_evt.wait(max(0.0, (next_ns - time.monotonic_ns()) / 1e9)):
-            try:
-                self._sample()
-            except Exception as exc:  # never kill the benchmark; say why the timeline ends early
-                assert self._timeline is not None
-                self._timeline.notes.append(f"host sampler stopped early: {type(exc).__name__}: {exc}")
-                return
-            next_ns += interval_ns
-            now = time.monotonic_ns()
-            if next_ns < now:  # fell behind (loaded box): skip the missed ticks, keep the grid
-                next_ns += ((now - next_ns) // interval_ns + 1) * interval_ns
+        assert self._timeline is not None
+        sample_on_grid(self._stop_evt, self.interval_s, (self.start_ns or time.monotonic_ns()), self._sample, self._timeline, "host")
 
     def _sample(self) -> None:
         import psutil

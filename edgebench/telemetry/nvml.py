@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.telemetry.base import Channel, Timeline
+from edgebench.telemetry.base import Channel, Timeline, sample_on_grid
 
 _MIB = 1024.0 * 1024.0
 INSTALL_HINT = "pip install 'edgebench[gpu]' (nvidia-ml-py)"
@@ -246,19 +246,8 @@ class NvmlSampler:
     # ------------------------------------------------------------------ sampling
 
     def _loop(self) -> None:
-        interval_ns = int(self.interval_s * 1e9)
-        next_ns = time.monotonic_ns() + interval_ns
-        while not self._stop_evt.wait(max(0.0, (next_ns - time.monotonic_ns()) / 1e9)):
-            try:
-                self._sample()
-            except Exception as exc:  # never kill the benchmark; say why the timeline ends early
-                assert self._timeline is not None
-                self._timeline.notes.append(f"nvml sampler stopped early: {type(exc).__name__}: {exc}")
-                return
-            next_ns += interval_ns
-            now = time.monotonic_ns()
-            if next_ns < now:  # fell behind: skip the missed ticks, keep the grid
-                next_ns += ((now - next_ns) // interval_ns + 1) * interval_ns
+        assert self._timeline is not None
+        sample_on_grid(self._stop_evt, self.interval_s, time.monotonic_ns(), self._sample, self._timeline, "nvml")
 
     def _sample(self, force: bool = False) -> None:
         cost0 = time.thread_time_ns()
