@@ -134,7 +134,8 @@ def _start_run_dir(profile: Any, out: str, run_id: str) -> tuple[Path, Any]:
 
     run_dir = Path(out) / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
-    (run_dir / "profile.yaml").write_text(yaml.safe_dump(profile.to_dict(), sort_keys=False))
+    resolved = {k: v for k, v in profile.to_dict().items() if k != "source"}  # a loadable profile file
+    (run_dir / "profile.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
     write_json_atomic(run_dir / "system.json", collect_system_info({"profile": profile.name, "run_id": run_id}))
     return run_dir, ResultsStore(run_dir)
 
@@ -164,13 +165,12 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from edgebench.backends.base import Env
-    from edgebench.config import load_profile, profile_from_dict
+    from edgebench.config import load_profile
     from edgebench.plan import describe, expand
     from edgebench.sweep import new_run_id
 
     env = Env.detect()
     if args.resume:
-        from edgebench.config import _read_yaml
         from edgebench.report.store import ResultsStore
 
         run_dir = Path(args.resume)
@@ -179,9 +179,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             from edgebench.errors import EdgebenchError
 
             raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
-        data = _read_yaml(saved)
-        data.pop("source", None)
-        profile = profile_from_dict(data, str(saved), default_name=data.get("name", "resumed"))
+        profile = load_profile(str(saved))
         planned = expand(profile, env)
         store = ResultsStore.resume(run_dir)
         print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)

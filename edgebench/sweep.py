@@ -52,15 +52,9 @@ class ModelCache:
 
     def fp32(self, spec: ModelSpec) -> Any:
         if spec.name not in self._fp32:
-            if spec.source == "onnx":
-                from edgebench.artifacts import Artifact, sha256_file
+            from edgebench.export import export_onnx  # handles external ONNX (source: onnx) too
 
-                path = Path(str(spec.onnx_path))
-                self._fp32[spec.name] = Artifact(path, {"sha256": sha256_file(path), "source": str(path)}, True)
-            else:
-                from edgebench.export import export_onnx
-
-                self._fp32[spec.name] = export_onnx(spec, self.artifacts)
+            self._fp32[spec.name] = export_onnx(spec, self.artifacts)
         return self._fp32[spec.name]
 
     def variant(self, spec: ModelSpec, precision: str) -> ModelArtifact:
