@@ -2,9 +2,11 @@
 
 torch: bare = `model(x)` + stream synchronize per batch (what TorchSession.infer does), fp16, channels_last off.
 ort:   bare = `sess.run_with_iobinding(binding)` + synchronize_outputs (CUDA EP, device-resident I/O), fp32.
-edgebench = the real runner, 1 instance, process mode, NVML + host sampling on. ABBA pairs, median ratio.
+edgebench = the real runner, 1 instance, process mode, with the samplers of --samplers (default NVML + host;
+"none" isolates the runner from telemetry). ABBA pairs, median ratio.
 
     python3 benchmarks/gpu_overhead.py --batches 1,32 --seconds 3 --repeats 3    # goal >= 0.99
+    python3 benchmarks/gpu_overhead.py --frameworks torch --batches 1 --samplers none --repeats 5
 """
 
 from __future__ import annotations
@@ -93,7 +95,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--frameworks", default="torch,ort")
+    ap.add_argument("--samplers", default="nvml,host", help="comma list, or 'none'")
     args = ap.parse_args()
+    samplers = [] if args.samplers == "none" else args.samplers.split(",")
 
     spec = load_model_spec(args.model)
     cache = Artifacts()
@@ -110,7 +114,7 @@ def main() -> int:
             for r in range(args.repeats):
                 for side in (("bare", "eb") if r % 2 == 0 else ("eb", "bare")):
                     if side == "eb":
-                        eb.append(edgebench_ips(cfg, artifact, ["nvml", "host"]))
+                        eb.append(edgebench_ips(cfg, artifact, samplers))
                     elif fw == "torch":
                         bare.append(bare_torch(spec, batch, args.seconds))
                     else:
@@ -121,7 +125,8 @@ def main() -> int:
             ratios = [e / b for e, b in zip(eb, bare)]
             results.append((fw, precision, batch, statistics.median(bare), statistics.median(eb),
                             statistics.median(ratios), min(ratios), max(ratios)))
-    print(f"\n{'fw':<6}{'prec':<6}{'batch':>6}{'bare img/s':>12}{'edgebench':>12}{'ratio':>8}  range        goal")
+    print(f"\nsamplers: {args.samplers}")
+    print(f"{'fw':<6}{'prec':<6}{'batch':>6}{'bare img/s':>12}{'edgebench':>12}{'ratio':>8}  range        goal")
     for fw, prec, batch, b, e, r, lo, hi in results:
         print(f"{fw:<6}{prec:<6}{batch:>6}{b:>12.1f}{e:>12.1f}{r:>8.3f}  {lo:.3f}..{hi:.3f}  "
               f">= 0.99 {'met' if r >= 0.99 else 'MISSED'}")

@@ -61,3 +61,33 @@ def test_cuda_ep_two_streams_in_one_process(artifact_cache):
     s = summarize(outcome.instances, 4, cfg.sub_windows)
     assert all(v > 0 for v in s.per_instance_ips) and s.inferences >= 100
     assert np.all(np.diff(outcome.instances[0].start_ns) > 0)
+
+
+def test_tensorrt_ep_reason_is_true(artifact_cache):
+    """Where supports() says the TensorRT EP cannot run, ORT really does not give it; where it says it
+    can, a session really runs on it."""
+    import onnxruntime as ort
+
+    from edgebench.backends.base import Env, Placement
+    from edgebench.backends.ort import OrtBackend
+    from edgebench.config import RunConfig, load_model_spec
+    from edgebench.errors import BackendError
+    from edgebench.export import export_onnx
+    from edgebench.precision import precision_artifact
+
+    spec = load_model_spec("tiny_cnn")
+    art = precision_artifact(spec, export_onnx(spec, artifact_cache), "fp32", artifact_cache, {})
+    cfg = RunConfig(model="tiny_cnn", backend="ort", precision="fp32", batch=2, placements=("cuda:0",),
+                    options=(("ort_provider", "tensorrt"),))
+    reason = OrtBackend().supports(cfg, Env.detect())
+    prepared = OrtBackend().prepare(cfg, art, artifact_cache)
+    listed = "TensorrtExecutionProvider" in ort.get_available_providers()
+    if reason is None:
+        session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
+        session.feed({spec.input_name: np.zeros((2, *spec.input_shape), np.float32)})
+        session.infer()
+        session.close()
+    else:
+        print(f"TensorRT EP listed by onnxruntime: {listed}; supports(): {reason}")
+        with pytest.raises(BackendError, match="TensorrtExecutionProvider was requested but ORT fell back|ONNX Runtime could not load it"):
+            OrtBackend().open(prepared, Placement("cuda:0", 0, 1))

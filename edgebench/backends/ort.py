@@ -4,6 +4,12 @@ Placements map to execution providers: 'cpu' -> CPUExecutionProvider; 'cuda' / '
 CUDAExecutionProvider (device N) with inputs and outputs bound on the device through IOBinding,
 so infer() measures the model, not host<->device copies. Precision comes from the artifact
 (fp32 / fp16 / int8-QDQ ONNX), never from a runtime flag.
+
+Option `ort_provider: tensorrt` runs the same placements through ORT's TensorRT execution provider
+(CUDA EP registered behind it for the nodes TensorRT rejects; 'dla0'/'dla1' placements enable its DLA
+core). onnxruntime-gpu lists TensorrtExecutionProvider even where TensorRT is absent (the provider loads
+libnvinfer only when a session is created), so supports() also checks that libnvinfer can be loaded.
+TensorRT engines are cached under <cache>/ort-trt/ (keyed by ORT itself on the model and GPU).
 """
 
 from __future__ import annotations
@@ -20,6 +26,44 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config import RunConfig
 
 ONNX_PRECISIONS = ("fp32", "fp16", "int8")
+ORT_PROVIDERS = ("cuda", "tensorrt")  # values of the `ort_provider` option
+LIBNVINFER_NAMES = ("libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so")
+
+
+def libnvinfer_missing_reason(names: tuple[str, ...] = LIBNVINFER_NAMES) -> str | None:
+    """None when TensorRT's runtime library loads in this process, else why not."""
+    import ctypes
+
+    errors = []
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return None
+        except OSError as exc:
+            errors.append(str(exc).split(":")[-1].strip() or name)
+    return (f"TensorrtExecutionProvider needs TensorRT's runtime library, which is not loadable here "
+            f"(tried {', '.join(names)}: {errors[0]}); TensorRT comes with JetPack on a Jetson, "
+            f"or NVIDIA's TensorRT packages on x86")
+
+
+def trt_provider_options(device: str, precision: str, cache_dir: str) -> tuple[str, dict[str, Any]] | None:
+    """TensorrtExecutionProvider options for a placement and artifact precision; None for no GPU/DLA.
+
+    Precision still comes from the artifact: fp16 ONNX enables the builder's FP16 flag (a weakly typed
+    network would otherwise pick FP32 kernels), QDQ int8 enables INT8 (explicit quantization, no
+    calibration table); fp32 enables neither, so fp32 stays strict.
+    """
+    if device.startswith("dla") and device[3:].isdigit():
+        opts: dict[str, Any] = {"device_id": 0, "trt_dla_enable": True, "trt_dla_core": int(device[3:])}
+    else:
+        cuda = provider_for(device)
+        if cuda is None or cuda[0] != "CUDAExecutionProvider":
+            return None
+        opts = {"device_id": cuda[1]["device_id"]}
+    opts.update(trt_fp16_enable=precision == "fp16", trt_int8_enable=precision == "int8",
+                trt_engine_cache_enable=True, trt_engine_cache_path=cache_dir,
+                trt_timing_cache_enable=True, trt_timing_cache_path=cache_dir)
+    return "TensorrtExecutionProvider", opts
 
 
 def provider_for(device: str) -> tuple[str, dict[str, Any]] | None:
@@ -39,13 +83,19 @@ class OrtBackend:
     def supports(self, cfg: RunConfig, env: Env) -> str | None:
         if env.ort_missing_reason:
             return env.ort_missing_reason
-        if cfg.options:
-            return f"the ort backend takes no options (got {', '.join(k for k, _ in cfg.options)})"
+        unknown = [k for k, _ in cfg.options if k != "ort_provider"]
+        if unknown:
+            return f"the ort backend takes only the option ort_provider (got {', '.join(unknown)})"
+        which = cfg.option("ort_provider", "cuda")
+        if which not in ORT_PROVIDERS:
+            return f"option ort_provider={which!r}: expected one of {', '.join(ORT_PROVIDERS)}"
         if cfg.precision not in ONNX_PRECISIONS:
             return (
                 f"ort runs the precision stored in the ONNX ({', '.join(ONNX_PRECISIONS)}); "
                 f"{cfg.precision} is a runtime mode of the torch/TensorRT backends"
             )
+        if which == "tensorrt":
+            return self._tensorrt_reason(cfg, env)
         for device in set(cfg.placements):
             provider = provider_for(device)
             if provider is None:
@@ -63,10 +113,29 @@ class OrtBackend:
                         "so it is not an fp16 measurement; fp16 needs a GPU provider")
         return None
 
+    @staticmethod
+    def _tensorrt_reason(cfg: RunConfig, env: Env) -> str | None:
+        if "TensorrtExecutionProvider" not in env.ort_providers:
+            return ("TensorrtExecutionProvider is not in this onnxruntime build "
+                    f"(providers: {', '.join(env.ort_providers)}); it needs onnxruntime-gpu with TensorRT")
+        for device in set(cfg.placements):
+            if trt_provider_options(device, cfg.precision, "") is None:
+                return f"placement {device!r} has no TensorRT target (use cuda:N or dla0/dla1)"
+            if device.startswith("cuda") and provider_for(device)[1]["device_id"] >= max(env.cuda_devices, 1):  # type: ignore[index]
+                return f"placement {device!r}: this machine has {env.cuda_devices} CUDA device(s)"
+        return libnvinfer_missing_reason()
+
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
-        providers = sorted({provider_for(d)[0] for d in cfg.placements})  # type: ignore[index]
-        return Prepared.for_artifact(self.name, cfg, model, options=dict(cfg.options),
-                                     info={"provider": "+".join(providers), "onnx_sha256": model.sha256})
+        options = dict(cfg.options)
+        if options.get("ort_provider") == "tensorrt":
+            trt_dir = cache.root / "ort-trt"
+            trt_dir.mkdir(parents=True, exist_ok=True)
+            options["trt_cache_dir"] = str(trt_dir)
+            provider = "TensorrtExecutionProvider"
+        else:
+            provider = "+".join(sorted({provider_for(d)[0] for d in cfg.placements}))  # type: ignore[index]
+        return Prepared.for_artifact(self.name, cfg, model, options=options,
+                                     info={"provider": provider, "onnx_sha256": model.sha256})
 
     def open(self, prepared: Prepared, placement: Placement) -> OrtSession:
         return OrtSession(prepared, placement)
@@ -76,7 +145,10 @@ class OrtSession:
     def __init__(self, prepared: Prepared, placement: Placement) -> None:
         import onnxruntime as ort
 
-        provider = provider_for(placement.device)
+        if prepared.options.get("ort_provider") == "tensorrt":
+            provider = trt_provider_options(placement.device, prepared.precision, prepared.options["trt_cache_dir"])
+        else:
+            provider = provider_for(placement.device)
         if provider is None:
             raise BackendError(f"instance {placement.instance}: no ONNX Runtime provider for {placement.device!r}")
         name, opts = provider
@@ -86,7 +158,11 @@ class OrtSession:
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.log_severity_level = 3
-        providers: list[Any] = [(name, opts)] if name == "CPUExecutionProvider" else [(name, opts), "CPUExecutionProvider"]
+        providers: list[Any] = [(name, opts)]
+        if name == "TensorrtExecutionProvider":  # nodes TensorRT rejects run on the CUDA EP
+            providers.append(("CUDAExecutionProvider", {"device_id": opts["device_id"]}))
+        if name != "CPUExecutionProvider":
+            providers.append("CPUExecutionProvider")
         try:
             self._sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own exception types for bad files / missing kernels
@@ -94,7 +170,7 @@ class OrtSession:
         if name not in self._sess.get_providers():
             raise BackendError(f"instance {placement.instance}: {name} was requested but ORT fell back to "
                                f"{self._sess.get_providers()}")
-        self._device = "cuda" if name == "CUDAExecutionProvider" else "cpu"
+        self._device = "cpu" if name == "CPUExecutionProvider" else "cuda"
         self._device_id = int(opts.get("device_id", 0))
         self._output_names = [o.name for o in self._sess.get_outputs()]
         self._feed: dict[str, np.ndarray] = {}
