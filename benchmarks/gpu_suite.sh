@@ -5,6 +5,7 @@
 #   benchmarks/gpu_suite.sh overhead   edgebench / bare framework loop, torch and ORT, b1 and b32
 #   benchmarks/gpu_suite.sh grid       seed grid (torch fp32/tf32/fp16/amp, b1..64, 3 repeats) + speedup report
 #   benchmarks/gpu_suite.sh ortgrid    ORT CUDA EP fp32/fp16/int8, b1..64
+#   benchmarks/gpu_suite.sh instgrid   seed grid at 2 and 4 instances, torch + ORT, fp32/fp16/amp, b1/16/64
 #   benchmarks/gpu_suite.sh scaling    fp16, b1 and b16, 1/2/4/8 instances, process vs streams
 #   benchmarks/gpu_suite.sh roofline   ResNet-50 fp16 vs the fp16 matmul roofline; NVML counter vs integrated power
 # Run folders live in $RUNS (default /tmp/gpuruns) so a part cut by its time limit resumes on the next call.
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuout}; RUNS=${RUNS:-/tmp/gpuruns}; LIMIT=${LIMIT:-540}
 mkdir -p "$OUT" "$RUNS"
 export PYTHONUNBUFFERED=1 EDGEBENCH_CACHE=${EDGEBENCH_CACHE:-/tmp/ebcache}
-part=${1:?part: tests|overhead|grid|ortgrid|scaling|roofline}
+part=${1:?part: tests|overhead|grid|ortgrid|instgrid|scaling|roofline}
 
 bench() {  # bench NAME ARGS... : start or resume the run folder $RUNS/NAME, copy its results to $OUT
   local name=$1; shift
@@ -34,6 +35,8 @@ case "$part" in
   overhead) python3 benchmarks/gpu_overhead.py --batches 1,32 --seconds 3 --repeats 3 2>&1 | tee "$OUT/overhead.log" ;;
   grid)     bench grid --device dgpu-quick 2>&1 | tee "$OUT/grid.log"; cat "$OUT/grid-speedup.md" ;;
   ortgrid)  bench ortgrid --device dgpu-quick --backends ort --precisions fp32,fp16,int8 --repeats 1 2>&1 | tee "$OUT/ortgrid.log" ;;
+  instgrid) bench instgrid --device dgpu-quick --backends torch,ort --precisions fp32,fp16,amp --batches 1,16,64 \
+              --instances 2,4 --repeats 1 2>&1 | tee "$OUT/instgrid.log" | tail -40 ;;
   scaling)  for mode in process streams; do
               bench "scaling-$mode" --device dgpu-quick --precisions fp16 --batches 1,16 --instances 1,2,4,8 \
                 --mode "$mode" --repeats 1 2>&1 | tee "$OUT/scaling-$mode.log" | tail -12
