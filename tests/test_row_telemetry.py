@@ -72,3 +72,18 @@ def test_idle_baseline_off_or_unmeasurable_is_stated():
         assert watts is None and "no power measurable" in why
     else:  # pragma: no cover - machines with readable RAPL
         assert watts is not None and watts > 0
+
+
+def test_jetson_sampler_channel_names_fill_the_gpu_columns():
+    tl = Timeline("tegrastats", interval_s=0.5)
+    for ch in (Channel("power_total_mw", "mW"), Channel("gpu_load_pct", "%"), Channel("temp_gpu_c", "C"),
+               Channel("gpu_freq_mhz", "MHz")):
+        tl.add_channel(ch)
+    for i in range(5):
+        tl.append(i * S // 2, {"power_total_mw": 20_000.0, "gpu_load_pct": 90.0 + 2 * i, "temp_gpu_c": 40.0 + i,
+                               "gpu_freq_mhz": 1300.0})
+    fields = telemetry_fields([tl], 0, 2 * S)
+    assert fields["gpu_util_pct_mean"] == pytest.approx(94.0)
+    assert fields["gpu_temp_c_max"] == pytest.approx(44.0)
+    assert fields["gpu_sm_clock_mhz_mean"] == pytest.approx(1300.0)
+    assert fields["energy_source"] == "integrated" and fields["energy_j"] == pytest.approx(40.0)

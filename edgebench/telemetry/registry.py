@@ -14,6 +14,9 @@ from typing import Any
 from edgebench.errors import ConfigError
 from edgebench.telemetry.base import Sampler, Timeline
 from edgebench.telemetry.host import COST_NOTE_PREFIX
+from edgebench.telemetry.ina3221 import ina3221_status, make_ina3221_sampler
+from edgebench.telemetry.jtop import jtop_missing, make_jtop_sampler
+from edgebench.telemetry.tegrastats import make_tegrastats_sampler, tegrastats_missing
 
 
 def _make_host(interval_s: float, sysfs_root: str | Path) -> Sampler:
@@ -46,6 +49,9 @@ def _nvml_missing(sysfs_root: str | Path) -> str | None:
 SAMPLERS: dict[str, tuple[Callable[[float, str | Path], Sampler], Callable[[str | Path], str | None]]] = {
     "host": (_make_host, _host_missing),
     "nvml": (_make_nvml, _nvml_missing),
+    "jtop": (make_jtop_sampler, jtop_missing),  # Jetson, through jtop.service (jetson-stats)
+    "ina3221": (make_ina3221_sampler, ina3221_status),  # Jetson, INA3221 rails straight from sysfs
+    "tegrastats": (make_tegrastats_sampler, tegrastats_missing),  # Jetson, parses `tegrastats --interval`
 }
 
 # timeline.source -> the hardware counter behind its energy_total_mj (for energy_source)
