@@ -79,6 +79,13 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "interval_s": Field("float", 0.1, minimum=0.005),
         "idle_baseline_s": Field("float", 0.0, minimum=0.0),
     },
+    "power": {
+        "modes": Field("list[str|int]", None, doc="Jetson nvpmodel modes to sweep, by name or id, e.g. [MAXN, 30W]; "
+                                                  "null = leave the power mode alone"),
+        "allow_changes": Field("bool", False, doc="must be true for power.modes: changing the mode needs root and "
+                                                  "affects the whole board (restored at the end)"),
+        "settle_s": Field("float", 5.0, minimum=0.0, doc="wait after switching a mode before the next row"),
+    },
     "calibration": {
         "source": Field("str", "synthetic", doc="'synthetic' or a folder of images / .npy files"),
         "samples": Field("int", 32, minimum=1),
@@ -123,6 +130,9 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "list[int]":
         return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if kind == "list[str|int]":
+        return value is None or (isinstance(value, list) and all(
+            isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)) for v in value))
     if kind == "list[map]":
         return value is None or (isinstance(value, list) and all(isinstance(v, Mapping) for v in value))
     if kind == "list[list[str]]":
@@ -179,6 +189,7 @@ class Profile:
     run: Mapping[str, Any]
     telemetry: Mapping[str, Any]
     calibration: Mapping[str, Any]
+    power: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -190,6 +201,7 @@ class Profile:
             "run": dict(self.run),
             "telemetry": dict(self.telemetry),
             "calibration": dict(self.calibration),
+            "power": dict(self.power),
         }
 
     def with_overrides(self, section: str, **values: Any) -> Profile:
@@ -415,6 +427,7 @@ class RunConfig:
     repeat: int = 0  # index among run.repeats identical measurements
     kernel_profile_steps: int = 0
     options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)  # backend options, sorted
+    power_mode: str | None = None  # Jetson nvpmodel mode (name or id as written in power.modes); None = unchanged
 
     def __post_init__(self) -> None:
         if self.batch < 1:
@@ -448,10 +461,14 @@ class RunConfig:
 
     def config_hash(self) -> str:
         """Stable identity of what is measured (used by --resume)."""
-        payload = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        d = self.to_dict()
+        if d.get("power_mode") is None:  # rows without a power mode keep the hashes they had before it existed
+            d.pop("power_mode", None)
+        payload = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def label(self) -> str:
         opts = "".join(f"/{k}={v}" for k, v in self.options)
         rep = f"/r{self.repeat}" if self.repeat else ""
-        return f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}{opts}{rep}"
+        pm = f"/pm={self.power_mode}" if self.power_mode is not None else ""
+        return f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}{opts}{pm}{rep}"

@@ -17,10 +17,10 @@ PACKAGES = [
     ("torchvision", "pip install 'edgebench[export]'", "torchvision model specs"),
     ("tensorrt", "TensorRT comes with JetPack on Jetson (apt: nvidia-jetpack); on x86 install TensorRT from NVIDIA",
      "trt backend (engines, DLA)"),
+    ("cuda", "pip install 'edgebench[trt]' (cuda-python; or a CUDA build of torch)", "TensorRT device buffers"),
     ("pynvml", "pip install 'edgebench[gpu]' (nvidia-ml-py)", "NVML power/energy on discrete GPUs"),
     ("jtop", "sudo pip3 install jetson-stats (then reboot or start jtop.service)", "jtop telemetry on Jetson"),
     ("rich", "pip install 'edgebench[progress]'", "coloured progress and tables"),
-    ("pandas", "pip install 'edgebench[report]'", "reports"),
     ("matplotlib", "pip install 'edgebench[report]'", "figures"),
 ]
 
@@ -59,9 +59,20 @@ def backend_lines() -> list[str]:
             why = ("no NVIDIA GPU found" if env.cuda_devices == 0
                    else "installed onnxruntime has no CUDA provider: pip install onnxruntime-gpu")
             lines.append(f"           CUDA placements unavailable: {why}")
+        elif "TensorrtExecutionProvider" in env.ort_providers:
+            from edgebench.backends.ort import libnvinfer_missing_reason
+
+            why = libnvinfer_missing_reason()
+            lines.append(f"           ort_provider=tensorrt: {'available' if why is None else 'unavailable: ' + why}")
     lines.append("  null     available (measures the harness's own per-inference overhead)")
-    if importlib.util.find_spec("tensorrt") is None:
-        lines.append("  trt      unavailable: TensorRT is not installed (it comes with JetPack on Jetson boards)")
+    from edgebench.backends.trt_logic import detect_env
+
+    trt = detect_env()
+    if trt.trt_version is None:
+        lines.append(f"  trt      unavailable: {trt.missing_reason}")
+    else:
+        dla = "unknown" if trt.dla_cores is None else str(trt.dla_cores)
+        lines.append(f"  trt      TensorRT {trt.trt_version}; DLA cores: {dla}")
     lines.append(f"  cpu      {env.cpu_count} usable cores ({env.machine}); CUDA devices: {env.cuda_devices}")
     return lines
 
@@ -77,15 +88,11 @@ def sampler_lines() -> list[str]:
     return lines
 
 
-def jetson_lines() -> list[str]:
-    release = Path("/etc/nv_tegra_release")
-    if not release.exists():
-        return ["  not a Jetson (no /etc/nv_tegra_release): jtop/INA3221/DLA checks do not apply"]
-    first = release.read_text(errors="replace").splitlines()[:1]
-    lines = [f"  L4T: {first[0] if first else '?'}"]
-    sock = Path("/run/jtop.sock")
-    lines.append(f"  jtop service socket: {'present' if sock.exists() else 'absent (sudo systemctl start jtop)'}")
-    return lines
+def jetson_lines(root: str | Path = "/") -> list[str]:
+    """L4T/JetPack, board, nvpmodel, clocks, CUDA, TensorRT, DLAs, jtop service (edgebench.jetson)."""
+    from edgebench.jetson import doctor_lines
+
+    return doctor_lines(root)
 
 
 def report() -> str:

@@ -36,8 +36,8 @@ def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
 
 
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list[PlannedRun]:
-    """Every combination of the sweep, in a stable order (model, backend, precision, batch, placements, mode,
-    option set, repeat).
+    """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
+    mode, option set, repeat): the power mode is outermost so the board switches once per group of rows.
 
     `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx).
     """
@@ -58,9 +58,14 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list
 
     run = profile.run
     option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.get("option_sets") or [{}])]
+    power_modes: list[str | None] = [str(m) for m in (profile.power.get("modes") or [])] or [None]
+    if power_modes != [None] and not profile.power.get("allow_changes"):
+        raise ConfigError(profile.source, "power.allow_changes",
+                          f"power.modes {power_modes} would change the board's power mode (nvpmodel, needs root); "
+                          "set power.allow_changes: true to allow it")
     planned: list[PlannedRun] = []
-    for model, backend_name, precision, batch, placements, mode, options, repeat in itertools.product(
-        models, backends, profile.sweep["precisions"], profile.sweep["batches"], placement_sets(profile),
+    for power_mode, model, backend_name, precision, batch, placements, mode, options, repeat in itertools.product(
+        power_modes, models, backends, profile.sweep["precisions"], profile.sweep["batches"], placement_sets(profile),
         profile.sweep["modes"], option_sets, range(run["repeats"]),
     ):
         cfg = RunConfig(
@@ -85,6 +90,7 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list
             repeat=repeat,
             kernel_profile_steps=run["kernel_profile_steps"],
             options=options,
+            power_mode=power_mode,
         )
         planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env)))
     return planned
@@ -100,5 +106,6 @@ def describe(planned: list[PlannedRun]) -> str:
         head = (f"{i:3d}  {c.model:<20} {c.backend:<5} {c.precision:<5} b{c.batch:<3} "
                 f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
         extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
+        extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
         lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
     return "\n".join(lines)

@@ -88,7 +88,19 @@ def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
         "mode": cfg.mode,
         "placement": cfg.placement,
         "threads_per_instance": cfg.threads_per_instance,
+        "power_mode": cfg.power_mode,
     }
+
+
+# row column <- (first channel present, in this order) per sampler: nvml names, then jtop / tegrastats names
+GPU_ROW_CHANNELS: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
+    ("gpu_util_pct_mean", "gpu_util_pct", lambda w, c: w.mean(c)),    # nvml, jtop
+    ("gpu_util_pct_mean", "gpu_load_pct", lambda w, c: w.mean(c)),    # tegrastats GR3D
+    ("gpu_temp_c_max", "temperature_c", lambda w, c: w.max(c)),       # nvml
+    ("gpu_temp_c_max", "temp_gpu_c", lambda w, c: w.max(c)),          # jtop / tegrastats zone "gpu"
+    ("gpu_sm_clock_mhz_mean", "sm_clock_mhz", lambda w, c: w.mean(c)),  # nvml
+    ("gpu_sm_clock_mhz_mean", "gpu_freq_mhz", lambda w, c: w.mean(c)),  # jtop
+)
 
 
 def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[str, Any]:
@@ -102,11 +114,9 @@ def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[s
             if fields.get(key) is None:
                 fields[key] = value
         win = tl.window(start_ns, end_ns)
-        for key, channel, agg in (("gpu_util_pct_mean", "gpu_util_pct", win.mean),
-                                  ("gpu_temp_c_max", "temperature_c", win.max),
-                                  ("gpu_sm_clock_mhz_mean", "sm_clock_mhz", win.mean)):
+        for key, channel, agg in GPU_ROW_CHANNELS:
             if channel in tl.channels and fields.get(key) is None:
-                fields[key] = agg(channel)
+                fields[key] = agg(win, channel)
         if "throttle_reasons" in tl.channels:
             from edgebench.telemetry.nvml import throttle_summary
 
@@ -116,6 +126,14 @@ def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[s
     if len(timelines) > 1:
         fields["telemetry_source"] = "+".join(tl.source for tl in timelines)
     return fields
+
+
+TELEMETRY_FAULT_PREFIX = "telemetry: "  # a sampler note starting so (e.g. jtop lost connection) makes the row invalid
+
+
+def telemetry_faults(timelines: list[Any]) -> list[str]:
+    """Sampler notes that say the telemetry of this row cannot be trusted (each names cause and fix)."""
+    return [n for tl in timelines for n in tl.notes if n.startswith(TELEMETRY_FAULT_PREFIX)]
 
 
 def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[str, Any]:
@@ -176,6 +194,9 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         "accuracy_samples": cfg.accuracy_samples or None,
         "warmup_s": cfg.warmup_s,
     }
+    # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence);
+    # a kernel profile, when run, replaces the engine's tensor_core_evidence below
+    row.update(prepared.info.get("row_fields", {}))
     acc_in = None
     if cfg.accuracy_samples > 0:
         acc_in = accuracy_inputs(spec.input_shape, cfg.accuracy_samples, cfg.seed, spec.input_dtype)
@@ -213,6 +234,9 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             row["power_w_idle"] = idle_power_w
             dynamic_j = (row["power_w_mean"] - idle_power_w) * summary.window_s
             row["energy_per_inference_dynamic_mj"] = dynamic_j * 1000.0 / summary.samples
+    if faults := telemetry_faults(outcome.timelines):
+        row["status"] = "invalid"
+        row["reason"] = "; ".join(r for r in (row["reason"], *faults) if r)
     if row.get("throttled"):
         row["status"] = "invalid"
         row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
@@ -268,7 +292,21 @@ def run_sweep(
     idle_power_w: float | None = None,
     on_start: Callable[[int, int, RunConfig], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every planned config not already done in `store`; returns the rows written now."""
+    """Run every planned config not already done in `store`; returns the rows written now.
+
+    Rows with a `power_mode` switch the Jetson's nvpmodel mode before they run (once per group) and the
+    original mode and clocks are restored when the sweep ends, however it ends (edgebench.power_modes)."""
+    from edgebench.power_modes import power_mode_session
+
+    done = store.done_hashes()
+    todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
+    with power_mode_session(todo, profile.power, profile.source) as power:
+        return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, power)
+
+
+def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store: ResultsStore, models: ModelCache,
+              on_row: Callable[[int, int, dict[str, Any]], None] | None, idle_power_w: float | None,
+              on_start: Callable[[int, int, RunConfig], None] | None, power: Any) -> list[dict[str, Any]]:
     done = store.done_hashes()
     next_index = len(store.rows())
     written: list[dict[str, Any]] = []
@@ -286,6 +324,8 @@ def run_sweep(
             if on_start:
                 on_start(i, len(planned), cfg)
             try:
+                if (effective := power.switch(cfg.power_mode)) is not None:
+                    row["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
                 row.update(execute(cfg, profile, models, row_dir, idle_power_w))
             except EdgebenchError as exc:
                 row.update(status="failed", reason=str(exc))

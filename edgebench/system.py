@@ -58,6 +58,10 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "git": get("git", _git),
         "cuda_mps": get("cuda_mps", cuda_mps_state),
     }
+    from edgebench.jetson import is_jetson, jetson_info
+
+    if is_jetson("/"):  # L4T/JetPack, board, nvpmodel mode, jetson_clocks, CUDA, TensorRT, DLAs
+        info["jetson"] = get("jetson", jetson_info)
     info["unavailable"] = unavailable
     if extra:
         info.update(extra)

@@ -37,10 +37,11 @@ def test_impossible_placements_and_missing_runtime_are_skipped_not_crashed():
     assert all(p.skip_reason == "onnxruntime is not installed" for p in expand(prof, no_ort))
 
 
-def test_runtime_precisions_are_not_ort_precisions():
+def test_runtime_precisions_are_not_ort_cpu_precisions():
     prof = load_profile("host").with_overrides("sweep", precisions=["tf32", "amp"])
-    reasons = {p.skip_reason for p in expand(prof, CPU_ENV)}
-    assert len(reasons) == 2 and all("runtime mode" in r for r in reasons)
+    reasons = {p.cfg.precision: p.skip_reason for p in expand(prof, CPU_ENV)}
+    assert "amp is a runtime mode of the torch/TensorRT backends" in reasons["amp"]
+    assert "tf32 is a CUDA math mode" in reasons["tf32"]
 
 
 def test_unknown_model_or_backend_in_profile_names_the_field():
@@ -66,7 +67,7 @@ def test_option_sets_and_repeats_multiply_rows_with_distinct_hashes():
     assert sorted({p.cfg.repeat for p in planned}) == [0, 1, 2]
     with_opts = [p for p in planned if p.cfg.options]
     assert len(with_opts) == 3 and all(dict(p.cfg.options) == {"cuda_graph": True} for p in with_opts)
-    # ort takes no options: those rows are skipped with the reason, the plain ones run
-    assert all("takes no options" in p.skip_reason for p in with_opts)
+    # ort takes only ort_provider: those rows are skipped with the reason, the plain ones run
+    assert all("takes only the option ort_provider (got cuda_graph)" in p.skip_reason for p in with_opts)
     assert all(p.skip_reason is None for p in planned if not p.cfg.options)
     assert "/cuda_graph=True/r2" in with_opts[-1].cfg.label()

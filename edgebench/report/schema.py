@@ -46,6 +46,8 @@ COLUMNS: list[Column] = [
     Column("started_utc", "", "UTC start of the row's measurement, ISO 8601"),
     Column("weights", "", "weights used: a file name or random-init"),
     Column("threads_per_instance", "threads", "CPU threads given to each instance"),
+    Column("power_mode", "", "Jetson nvpmodel mode the row ran in, as nvpmodel -q named it after the switch "
+                             "(only when power.modes sweeps it; system.json records the mode otherwise)"),
     Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider"),
     # --- the window
     Column("window_s", "s", "length of the overlap window [latest instance start, earliest instance end]"),
@@ -90,6 +92,11 @@ COLUMNS: list[Column] = [
     Column("tensor_core_time_pct", "%", "share of GPU kernel time in tensor-core kernels, from a profiled pass outside the window"),
     Column("tensor_core_evidence", "", "what shows tensor cores / the precision ran (top kernels, engine layer precisions)"),
     Column("options", "", "backend options of the row, e.g. cuda_graph=True;channels_last=True"),
+    # --- TensorRT engines (trt backend)
+    Column("dla_fallback_layers", "layers",
+           "per DLA target, layers the TensorRT builder put on the GPU instead (gpu_fallback), e.g. 'dla0: 2'"),
+    Column("engine_build_s", "s", "seconds TensorRT spent building this row's engines (empty when all came from the cache)"),
+    Column("engine_cache", "", "per target: engine cache hit, or why it was built/rebuilt (stale, foreign, corrupt)"),
     # --- artifacts
     Column("onnx_sha256", "", "sha256 of the ONNX file the backend prepared from"),
     Column("artifact_dir", "", "folder of this row's per-row files (latencies, telemetry timeline), relative to the run"),
