@@ -4,7 +4,7 @@
 #   benchmarks/gpu_suite.sh tests      pytest -m gpu (torch, ORT CUDA EP, NVML, tensor-core kernels)
 #   benchmarks/gpu_suite.sh overhead   edgebench / bare framework loop, torch and ORT, b1 and b32
 #   benchmarks/gpu_suite.sh grid       seed grid (torch fp32/tf32/fp16/amp, b1..64, 3 repeats) + speedup report
-#   benchmarks/gpu_suite.sh ortgrid    ORT CUDA EP fp32/fp16/int8, b1..64
+#   benchmarks/gpu_suite.sh ortgrid    ORT CUDA EP fp32/tf32/fp16/int8, b1..64
 #   benchmarks/gpu_suite.sh instgrid   seed grid at 2 and 4 instances, torch + ORT, fp32/fp16/amp, b1/16/64
 #   benchmarks/gpu_suite.sh scaling    fp16, b1 and b16, 1/2/4/8 instances, process vs streams
 #   benchmarks/gpu_suite.sh roofline   ResNet-50 fp16 vs the fp16 matmul roofline; NVML counter vs integrated power
@@ -34,7 +34,7 @@ case "$part" in
   tests)    python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$OUT/tests.log" ;;
   overhead) python3 benchmarks/gpu_overhead.py --batches 1,32 --seconds 3 --repeats 3 2>&1 | tee "$OUT/overhead.log" ;;
   grid)     bench grid --device dgpu-quick 2>&1 | tee "$OUT/grid.log"; cat "$OUT/grid-speedup.md" ;;
-  ortgrid)  bench ortgrid --device dgpu-quick --backends ort --precisions fp32,fp16,int8 --repeats 1 2>&1 | tee "$OUT/ortgrid.log" ;;
+  ortgrid)  bench ortgrid --device dgpu-quick --backends ort --precisions fp32,tf32,fp16,int8 --repeats 1 2>&1 | tee "$OUT/ortgrid.log" ;;
   instgrid) bench instgrid --device dgpu-quick --backends torch,ort --precisions fp32,fp16,amp --batches 1,16,64 \
               --instances 2,4 --repeats 1 2>&1 | tee "$OUT/instgrid.log" | tail -40 ;;
   scaling)  for mode in process streams; do

@@ -91,3 +91,30 @@ def test_tensorrt_ep_reason_is_true(artifact_cache):
         print(f"TensorRT EP listed by onnxruntime: {listed}; supports(): {reason}")
         with pytest.raises(BackendError, match="TensorrtExecutionProvider was requested but ORT fell back|ONNX Runtime could not load it"):
             OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
+
+
+@pytest.mark.parametrize("precision, on_tensor_cores", [("fp32", False), ("tf32", True)])
+def test_cuda_ep_fp32_is_strict_and_tf32_uses_tensor_cores(tmp_path, precision, on_tensor_cores):
+    """ORT's CUDA EP allows TF32 by default; edgebench's fp32 must not (kernel names decide)."""
+    pytest.importorskip("torch", reason="the kernel profile uses torch.profiler (CUPTI)")
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edgebench.backends.base import Placement, Prepared
+    from edgebench.backends.ort import OrtBackend
+    from edgebench.tensorcores import profile_kernels, tensor_core_time_pct
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 2048])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512, 2048])], [w])
+    path = tmp_path / "mm.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    prepared = Prepared(backend="ort", model_path=str(path), input_name="x", input_shape=(512, 2048),
+                        input_dtype="float32", precision=precision)
+    session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
+    session.feed({"x": np.ones((512, 2048), np.float32)})
+    pct = tensor_core_time_pct(profile_kernels(session.infer, steps=5))
+    session.close()
+    assert pct is not None
+    assert (pct > 50.0) if on_tensor_cores else (pct == 0.0), pct

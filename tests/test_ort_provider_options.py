@@ -73,3 +73,12 @@ def test_prepare_puts_the_engine_cache_under_the_artifact_cache(artifact_cache, 
     assert prepared.options["trt_cache_dir"] == str(artifact_cache.root / "ort-trt")
     assert prepared.info["provider"] == "TensorrtExecutionProvider"
     assert OrtBackend().prepare(_cfg(), art, artifact_cache).info["provider"] == "CUDAExecutionProvider"
+
+
+def test_tf32_is_a_cuda_math_mode_of_the_fp32_file():
+    cuda_env = dataclasses.replace(CPU_ENV, cuda_devices=1, ort_providers=("CUDAExecutionProvider", "CPUExecutionProvider"))
+    assert OrtBackend().supports(_cfg(("cuda:0",), precision="tf32"), cuda_env) is None
+    assert "CUDA math mode" in OrtBackend().supports(_cfg(("cpu",), precision="tf32"), cuda_env)
+    assert "TensorRT allows TF32 by default" in OrtBackend().supports(
+        _cfg(("cuda:0",), precision="tf32", ort_provider="tensorrt"), GPU_TRT_ENV)
+    assert "runtime mode of the torch/TensorRT backends" in OrtBackend().supports(_cfg(precision="amp"), cuda_env)

@@ -3,7 +3,9 @@
 Placements map to execution providers: 'cpu' -> CPUExecutionProvider; 'cuda' / 'cuda:N' ->
 CUDAExecutionProvider (device N) with inputs and outputs bound on the device through IOBinding,
 so infer() measures the model, not host<->device copies. Precision comes from the artifact
-(fp32 / fp16 / int8-QDQ ONNX), never from a runtime flag.
+(fp32 / fp16 / int8-QDQ ONNX), plus one math mode: the CUDA EP's `use_tf32` (ORT's default is ON, which
+made "fp32" rows on an H200 spend ~45% of kernel time on tensor cores), so edgebench sets it off for every
+precision except `tf32` (the fp32 file with TF32 convolutions/GEMMs allowed) — fp32 means strict fp32.
 
 Option `ort_provider: tensorrt` runs the same placements through ORT's TensorRT execution provider
 (CUDA EP registered behind it for the nodes TensorRT rejects; 'dla0'/'dla1' placements enable its DLA
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config import RunConfig
 
 ONNX_PRECISIONS = ("fp32", "fp16", "int8")
+CUDA_MATH_PRECISIONS = ("tf32",)  # the fp32 file under a CUDA math mode
 ORT_PROVIDERS = ("cuda", "tensorrt")  # values of the `ort_provider` option
 LIBNVINFER_NAMES = ("libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so")
 
@@ -89,12 +92,14 @@ class OrtBackend:
         which = cfg.option("ort_provider", "cuda")
         if which not in ORT_PROVIDERS:
             return f"option ort_provider={which!r}: expected one of {', '.join(ORT_PROVIDERS)}"
-        if cfg.precision not in ONNX_PRECISIONS:
+        if cfg.precision not in ONNX_PRECISIONS + CUDA_MATH_PRECISIONS:
             return (
-                f"ort runs the precision stored in the ONNX ({', '.join(ONNX_PRECISIONS)}); "
+                f"ort runs the precision stored in the ONNX ({', '.join(ONNX_PRECISIONS)}) or tf32 on CUDA; "
                 f"{cfg.precision} is a runtime mode of the torch/TensorRT backends"
             )
         if which == "tensorrt":
+            if cfg.precision in CUDA_MATH_PRECISIONS:
+                return "tf32 through the TensorRT EP is not a separate mode (TensorRT allows TF32 by default)"
             return self._tensorrt_reason(cfg, env)
         for device in set(cfg.placements):
             provider = provider_for(device)
@@ -105,6 +110,8 @@ class OrtBackend:
                 return f"{name} is not available in this onnxruntime (providers: {', '.join(env.ort_providers)})"
             if name == "CUDAExecutionProvider" and opts["device_id"] >= max(env.cuda_devices, 1):
                 return f"placement {device!r}: this machine has {env.cuda_devices} CUDA device(s)"
+            if name == "CPUExecutionProvider" and cfg.precision in CUDA_MATH_PRECISIONS:
+                return f"{cfg.precision} is a CUDA math mode; the CPU provider computes in float32"
             if name == "CPUExecutionProvider" and cfg.precision == "fp16":
                 # Measured with onnxruntime 1.31 on x86-64: the CPU EP accepts an fp16 graph but its optimizer
                 # wraps the ops in Casts (resnet18: 2 -> 43 Cast nodes) and computes in float32, so the
@@ -134,7 +141,7 @@ class OrtBackend:
             provider = "TensorrtExecutionProvider"
         else:
             provider = "+".join(sorted({provider_for(d)[0] for d in cfg.placements}))  # type: ignore[index]
-        return Prepared.for_artifact(self.name, cfg, model, options=options,
+        return Prepared.for_artifact(self.name, cfg, model, precision=cfg.precision, options=options,
                                      info={"provider": provider, "onnx_sha256": model.sha256})
 
     def open(self, prepared: Prepared, placement: Placement) -> OrtSession:
@@ -149,6 +156,8 @@ class OrtSession:
             provider = trt_provider_options(placement.device, prepared.precision, prepared.options["trt_cache_dir"])
         else:
             provider = provider_for(placement.device)
+            if provider is not None and provider[0] == "CUDAExecutionProvider":
+                provider = (provider[0], {**provider[1], "use_tf32": int(prepared.precision == "tf32")})
         if provider is None:
             raise BackendError(f"instance {placement.instance}: no ONNX Runtime provider for {placement.device!r}")
         name, opts = provider
