@@ -18,6 +18,7 @@ _REGISTERED: dict[str, str] = {
     "null": "edgebench.backends.null:NullBackend",
     "ort": "edgebench.backends.ort:OrtBackend",
     "torch": "edgebench.backends.torch_backend:TorchBackend",
+    "trt": "edgebench.backends.trt:TrtBackend",
 }
 
 BACKEND_NAMES: tuple[str, ...] = tuple(_REGISTERED)

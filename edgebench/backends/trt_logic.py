@@ -1,0 +1,530 @@
+"""Every decision of the TensorRT backend, as pure functions over plain data (tested on a CPU).
+
+trt.py keeps only the calls into TensorRT; what to call them with is decided here:
+- which placements mean GPU or DLA core N, and what this machine offers (TrtEnv: TensorRT version and
+  features, Jetson model, DLA cores from sysfs, all without initializing CUDA);
+- supports(): the reason a config cannot run (precision, options, DLA rules, missing TensorRT/DLA);
+- the precision strategy per TensorRT version (builder flags vs strongly typed network, explicit QDQ INT8 vs
+  implicit entropy calibration) and the full BuildPlan that becomes the engine key;
+- reading what TensorRT reports back: the engine inspector's JSON (tactic/kernel names -> tensor-core
+  evidence, layer output data types) and the builder's "Layers Running on DLA/GPU" log (DLA fallbacks);
+- the calibration batches an IInt8EntropyCalibrator2 feeds, cut from the recorded calibration set.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgebench.errors import BackendError, ModelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.backends.base import ModelArtifact
+    from edgebench.backends.trt_engine_cache import EngineKey
+    from edgebench.config import RunConfig
+
+INSTALL_HINT = "TensorRT not installed (it comes with JetPack: python3-libnvinfer)"
+TRT_PRECISIONS = ("fp32", "tf32", "fp16", "int8")
+DLA_PRECISIONS = ("fp16", "int8")
+INT8_CALIBRATIONS = ("explicit", "entropy")
+OPTION_DEFAULTS: dict[str, Any] = {"gpu_fallback": False, "int8_calibration": "explicit", "cuda_graph": False,
+                                   "workspace_mib": 1024}
+CALIBRATION_BATCH = 8  # samples per implicit-calibration batch (fewer if the recorded set is smaller)
+
+
+# --------------------------------------------------------------------------- placements and options
+
+@dataclass(frozen=True)
+class Target:
+    """Where an engine runs: device_type "gpu" or "dla" (with its core)."""
+
+    device_type: str
+    dla_core: int | None = None
+
+    @property
+    def label(self) -> str:
+        return "gpu" if self.device_type == "gpu" else f"dla{self.dla_core}"
+
+
+def parse_placement(label: str) -> Target | None:
+    """'gpu', 'cuda', 'cuda:0' -> GPU; 'dla0', 'dla1' (and 'dla' = core 0) -> DLA core; else None."""
+    if label in ("gpu", "cuda", "cuda:0"):
+        return Target("gpu")
+    m = re.fullmatch(r"dla(\d?)", label)
+    if m:
+        return Target("dla", int(m.group(1) or 0))
+    return None
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validated trt options with defaults filled in; BackendError names the bad option."""
+    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
+    if unknown:
+        raise BackendError(f"trt backend: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTION_DEFAULTS)})")
+    out = {**OPTION_DEFAULTS, **options}
+    for key in ("gpu_fallback", "cuda_graph"):
+        if not isinstance(out[key], bool):
+            raise BackendError(f"trt backend: option {key}={out[key]!r} must be true or false")
+    if out["int8_calibration"] not in INT8_CALIBRATIONS:
+        raise BackendError(f"trt backend: option int8_calibration={out['int8_calibration']!r} must be one of "
+                           f"{', '.join(INT8_CALIBRATIONS)} (explicit = the QDQ ONNX, entropy = IInt8EntropyCalibrator2)")
+    ws = out["workspace_mib"]
+    if not isinstance(ws, int) or isinstance(ws, bool) or ws < 1:
+        raise BackendError(f"trt backend: option workspace_mib={ws!r} must be a positive integer (MiB)")
+    return out
+
+
+# --------------------------------------------------------------------------- what this machine offers
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """'10.3.0.30' -> (10, 3, 0, 30); non-numeric parts end the tuple."""
+    out = []
+    for part in text.split("."):
+        m = re.match(r"\d+", part)
+        if not m:
+            break
+        out.append(int(m.group()))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TrtEnv:
+    """TensorRT and accelerator facts supports() and prepare() decide from."""
+
+    trt_version: str | None
+    missing_reason: str | None = None
+    has_fp16_flag: bool = False
+    has_int8_flag: bool = False
+    has_strongly_typed: bool = False
+    has_entropy_calibrator: bool = False
+    jetson_model: str | None = None  # None: not a Jetson
+    dla_cores: int | None = None  # None: unknown (not a Jetson); 0: a Jetson without DLA
+
+    @property
+    def major(self) -> int:
+        v = parse_version(self.trt_version or "")
+        return v[0] if v else 0
+
+
+def trt_features(trt: Any) -> dict[str, Any]:
+    """Version and API features of an imported `tensorrt` module (or why it is not usable)."""
+    if not hasattr(trt, "Builder"):
+        # e.g. only the tensorrt-stubs type stubs are installed: `import tensorrt` yields an empty namespace
+        return {"trt_version": None, "missing_reason": INSTALL_HINT + "; `import tensorrt` found no TensorRT API"}
+    flags = getattr(trt, "BuilderFlag", None)
+    net_flags = getattr(trt, "NetworkDefinitionCreationFlag", None)
+    return {
+        "trt_version": str(getattr(trt, "__version__", "unknown")),
+        "missing_reason": None,
+        "has_fp16_flag": hasattr(flags, "FP16"),
+        "has_int8_flag": hasattr(flags, "INT8"),
+        "has_strongly_typed": hasattr(net_flags, "STRONGLY_TYPED"),
+        "has_entropy_calibrator": hasattr(trt, "IInt8EntropyCalibrator2"),
+    }
+
+
+def jetson_model(root: Path | str = "/") -> str | None:
+    """The board model ('NVIDIA Jetson AGX Orin Developer Kit') when this is a Jetson, else None."""
+    base = Path(root)
+    compatible = base / "proc/device-tree/compatible"
+    try:
+        tegra = b"nvidia,tegra" in compatible.read_bytes()
+    except OSError:
+        tegra = (base / "etc/nv_tegra_release").exists()
+    if not tegra:
+        return None
+    try:
+        return (base / "proc/device-tree/model").read_bytes().rstrip(b"\x00\n").decode(errors="replace") or "Jetson"
+    except OSError:
+        return "Jetson (model unknown)"
+
+
+_DLA_NODE = re.compile(r"nvdla(\d+)$")
+
+
+def count_dla_cores(root: Path | str = "/") -> int:
+    """DLA cores the kernel exposes: platform devices '<addr>.nvdlaN' (sysfs) or /dev/nvhost-nvdlaN nodes.
+
+    Read from files only (no CUDA init). NOT YET CHECKED on a real board; prepare() cross-checks with
+    TensorRT's builder.num_DLA_cores, which is authoritative."""
+    base = Path(root)
+    cores: set[int] = set()
+    for folder, pattern in (("sys/bus/platform/devices", "*nvdla*"), ("dev", "nvhost-nvdla*")):
+        for path in (base / folder).glob(pattern):
+            m = _DLA_NODE.search(path.name)
+            if m:
+                cores.add(int(m.group(1)))
+    return len(cores)
+
+
+def detect_env(root: Path | str = "/") -> TrtEnv:
+    try:
+        import tensorrt
+
+        facts = trt_features(tensorrt)
+    except ImportError as exc:
+        facts = {"trt_version": None, "missing_reason": f"{INSTALL_HINT} ({exc.msg})"}
+    except Exception as exc:  # a broken install (missing libnvinfer.so) raises OSError and friends
+        facts = {"trt_version": None, "missing_reason": f"{INSTALL_HINT}; import failed: {type(exc).__name__}: {exc}"}
+    model = jetson_model(root)
+    return TrtEnv(**facts, jetson_model=model, dla_cores=count_dla_cores(root) if model else None)
+
+
+# --------------------------------------------------------------------------- supports()
+
+def supports_reason(cfg: RunConfig, env: TrtEnv, cuda_devices: int) -> str | None:
+    """None when `cfg` can run on the trt backend here, else the reason (config reasons come first, so a
+    dry run on any machine shows them; then what the machine lacks)."""
+    if cfg.precision not in TRT_PRECISIONS:
+        return f"trt builds {', '.join(TRT_PRECISIONS)} engines; {cfg.precision} is a torch runtime mode"
+    try:
+        opts = check_options(dict(cfg.options))
+    except BackendError as exc:
+        return str(exc)
+    targets = []
+    for label in sorted(set(cfg.placements)):
+        target = parse_placement(label)
+        if target is None:
+            return f"placement {label!r} is not a TensorRT target (gpu, cuda, cuda:0, dla0, dla1)"
+        targets.append(target)
+    dla = [t for t in targets if t.device_type == "dla"]
+    if dla and cfg.precision not in DLA_PRECISIONS:
+        return f"DLA is FP16/INT8 only: {cfg.precision} cannot run on {', '.join(t.label for t in dla)}"
+    if dla and opts["cuda_graph"]:
+        return "cuda_graph is GPU only: a DLA engine is not captured into a CUDA graph"
+    if cfg.precision == "int8" and opts["int8_calibration"] == "entropy" and env.trt_version is not None:
+        if env.major >= 11 or not env.has_entropy_calibrator or not env.has_int8_flag:
+            return (f"int8_calibration: entropy (implicit INT8, IInt8EntropyCalibrator2) is gone in TensorRT "
+                    f"{env.trt_version}; use the explicit QDQ ONNX (int8_calibration: explicit)")
+    if env.missing_reason:
+        return env.missing_reason
+    for t in dla:
+        if env.dla_cores is None:
+            return f"placement {t.label}: DLA needs a Jetson with DLA cores (Xavier, Orin AGX/NX); this is not a Jetson"
+        if t.dla_core is not None and t.dla_core >= env.dla_cores:
+            have = "no DLA" if env.dla_cores == 0 else f"{env.dla_cores} DLA core(s)"
+            return f"placement {t.label}: this device ({env.jetson_model}) has {have}"
+    if any(t.device_type == "gpu" for t in targets) and cuda_devices == 0 and env.jetson_model is None:
+        return "placement gpu needs a CUDA GPU; none found on this machine"
+    return None
+
+
+# --------------------------------------------------------------------------- precision strategy and build plan
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str  # fp32-ieee, tf32, fp16-builder-flag, fp16-strongly-typed, int8-explicit-qdq, int8-entropy
+    onnx: str  # "fp32" (the exported file) or "artifact" (the precision's own ONNX: fp16 / QDQ)
+    set_flags: tuple[str, ...]
+    clear_flags: tuple[str, ...] = ()
+    strongly_typed: bool = False
+    calibrate: bool = False
+
+
+def precision_strategy(precision: str, env: TrtEnv, target: Target, int8_calibration: str) -> Strategy:
+    """How `precision` is built on this TensorRT. DLA adds GPU-less needs: FP16 beside INT8 (DLA has no FP32).
+
+    - fp32: IEEE fp32 (TF32 cleared: TensorRT enables TF32 by default); tf32: TF32 allowed.
+    - fp16: BuilderFlag.FP16 on the FP32 ONNX where the flag exists and TensorRT < 11; else a strongly typed
+      network from the fp16 ONNX (weights and math in fp16 as the file says).
+    - int8 explicit (default): the QDQ ONNX, BuilderFlag.INT8 where it exists and TensorRT < 11, else strongly
+      typed; int8 entropy: the FP32 ONNX + INT8 flag + IInt8EntropyCalibrator2 (TensorRT 8.6 / 10 only).
+    """
+    dla = target.device_type == "dla"
+    legacy = env.major < 11
+    if precision == "fp32":
+        return Strategy("fp32-ieee", "fp32", (), ("TF32",))
+    if precision == "tf32":
+        return Strategy("tf32", "fp32", ("TF32",))
+    if precision == "fp16":
+        if env.has_fp16_flag and legacy:
+            return Strategy("fp16-builder-flag", "fp32", ("FP16",))
+        if not env.has_strongly_typed:
+            raise BackendError(f"TensorRT {env.trt_version}: neither BuilderFlag.FP16 nor strongly typed networks")
+        return Strategy("fp16-strongly-typed", "artifact", (), strongly_typed=True)
+    if precision == "int8":
+        extra = ("FP16",) if dla and env.has_fp16_flag and legacy else ()
+        if int8_calibration == "entropy":
+            if not (env.has_int8_flag and env.has_entropy_calibrator and legacy):
+                raise BackendError(f"TensorRT {env.trt_version} has no implicit INT8 calibration")
+            return Strategy("int8-entropy", "fp32", ("INT8", *extra), calibrate=True)
+        if env.has_int8_flag and legacy:
+            return Strategy("int8-explicit-qdq", "artifact", ("INT8", *extra))
+        if not env.has_strongly_typed:
+            raise BackendError(f"TensorRT {env.trt_version}: neither BuilderFlag.INT8 nor strongly typed networks")
+        return Strategy("int8-explicit-qdq-strongly-typed", "artifact", (), strongly_typed=True)
+    raise BackendError(f"trt backend: precision {precision!r} is not one of {', '.join(TRT_PRECISIONS)}")
+
+
+def source_onnx(strategy: Strategy, model: ModelArtifact) -> tuple[str, str]:
+    """(path, sha256) of the ONNX the strategy builds from: the artifact itself, or the FP32 file it came from."""
+    if strategy.onnx == "artifact" or model.precision in ("fp32", "tf32"):
+        return model.onnx_path, model.sha256
+    src = model.sidecar.get("source_fp32")
+    if not isinstance(src, dict) or not src.get("path") or not src.get("sha256"):
+        raise BackendError(f"{model.onnx_path}: {strategy.name} builds from the FP32 ONNX, but the {model.precision} "
+                           "artifact's sidecar names no source_fp32")
+    return str(src["path"]), str(src["sha256"])
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything trt.build_engine needs, as plain data; also the source of the engine key."""
+
+    onnx_path: str
+    onnx_sha256: str
+    precision: str
+    strategy: Strategy
+    input_name: str
+    min_shape: tuple[int, ...]
+    opt_shape: tuple[int, ...]
+    max_shape: tuple[int, ...]
+    target: Target
+    gpu_fallback: bool
+    workspace_mib: int
+    calibration_batch: int | None = None
+    calibration_sha256: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def set_flags(self) -> tuple[str, ...]:
+        fallback = ("GPU_FALLBACK",) if self.target.device_type == "dla" and self.gpu_fallback else ()
+        return (*self.strategy.set_flags, *fallback)
+
+    @property
+    def workspace_bytes(self) -> int:
+        return self.workspace_mib << 20
+
+    def builder_options(self) -> tuple[tuple[str, Any], ...]:
+        opts: dict[str, Any] = {
+            "set_flags": ",".join(self.set_flags),
+            "clear_flags": ",".join(self.strategy.clear_flags),
+            "strongly_typed": self.strategy.strongly_typed,
+            "profiling_verbosity": "DETAILED",
+        }
+        if self.strategy.calibrate:
+            opts["calibration_batch"] = self.calibration_batch
+            opts["calibration_sha256"] = self.calibration_sha256
+        return tuple(sorted(opts.items()))
+
+
+def engine_key(plan: BuildPlan, trt_version: str, device_name: str, compute_capability: str) -> EngineKey:
+    """The cache key of the engine `plan` builds with this TensorRT on this device."""
+    from edgebench.backends.trt_engine_cache import EngineKey
+
+    return EngineKey(onnx_sha256=plan.onnx_sha256, precision=plan.precision, strategy=plan.strategy.name,
+                     input_name=plan.input_name, min_shape=plan.min_shape, opt_shape=plan.opt_shape,
+                     max_shape=plan.max_shape, device_type=plan.target.device_type, dla_core=plan.target.dla_core,
+                     gpu_fallback=plan.gpu_fallback, trt_version=trt_version, device_name=device_name,
+                     compute_capability=compute_capability, workspace_mib=plan.workspace_mib,
+                     builder_options=plan.builder_options())
+
+
+def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv, options: dict[str, Any],
+               calibration: dict[str, Any] | None = None) -> BuildPlan:
+    """The engine to build for one placement target. One static-shape profile (min = opt = max = the
+    configured batch): the measured batch is the only one run, and DLA engines need static shapes anyway."""
+    strategy = precision_strategy(cfg.precision, env, target, options["int8_calibration"])
+    path, sha = source_onnx(strategy, model)
+    shape = (cfg.batch, *model.input_shape)
+    notes = []
+    if target.device_type == "dla":
+        notes.append(f"DLA core {target.dla_core}, GPU fallback {'on' if options['gpu_fallback'] else 'off'}")
+    calib_batch = calib_sha = None
+    if strategy.calibrate:
+        record = calibration or model.sidecar.get("calibration") or {}
+        if not record.get("sha256") or not record.get("count"):
+            raise BackendError(f"{model.onnx_path}: implicit INT8 needs the recorded calibration set "
+                               "(the int8 artifact's sidecar has no calibration record)")
+        calib_batch = min(CALIBRATION_BATCH, int(record["count"]))
+        calib_sha = str(record["sha256"])
+    return BuildPlan(onnx_path=path, onnx_sha256=sha, precision=cfg.precision, strategy=strategy,
+                     input_name=model.input_name, min_shape=shape, opt_shape=shape, max_shape=shape, target=target,
+                     gpu_fallback=bool(options["gpu_fallback"]) and target.device_type == "dla",
+                     workspace_mib=int(options["workspace_mib"]), calibration_batch=calib_batch,
+                     calibration_sha256=calib_sha, notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------- what TensorRT reports back
+
+_NUMPY_DTYPES = {"FLOAT": "float32", "HALF": "float16", "INT8": "int8", "INT32": "int32", "INT64": "int64",
+                 "BOOL": "bool", "UINT8": "uint8"}
+
+
+def numpy_dtype(trt_dtype_name: str) -> str:
+    """numpy dtype name for a tensorrt.DataType member name (DataType.HALF.name == 'HALF' -> 'float16')."""
+    try:
+        return _NUMPY_DTYPES[trt_dtype_name]
+    except KeyError:
+        raise BackendError(f"TensorRT I/O tensor of type {trt_dtype_name} has no numpy equivalent here "
+                           f"(supported: {', '.join(_NUMPY_DTYPES)})") from None
+
+
+@dataclass(frozen=True)
+class EngineLayer:
+    name: str
+    layer_type: str | None = None
+    tactic: str | None = None
+    output_formats: tuple[str, ...] = ()
+
+
+def parse_inspector_json(text: str) -> list[EngineLayer]:
+    """Layers from IEngineInspector.get_engine_information(LayerInformationFormat.JSON).
+
+    With ProfilingVerbosity.DETAILED each layer is an object (Name, LayerType, Outputs[].Format/Datatype,
+    TacticName for library kernels); with LAYER_NAMES_ONLY (the default) it is just the name."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BackendError(f"engine inspector JSON unreadable: {exc}") from None
+    layers = data.get("Layers") if isinstance(data, dict) else None
+    if not isinstance(layers, list):
+        raise BackendError("engine inspector JSON has no 'Layers' list")
+    out = []
+    for item in layers:
+        if isinstance(item, str):
+            out.append(EngineLayer(name=item))
+            continue
+        if not isinstance(item, dict):
+            continue
+        formats = tuple(str(o.get("Format/Datatype", "")) for o in item.get("Outputs", []) if isinstance(o, dict))
+        tactic = item.get("TacticName")
+        out.append(EngineLayer(name=str(item.get("Name", "")), layer_type=item.get("LayerType"),
+                               tactic=str(tactic) if tactic else None, output_formats=formats))
+    return out
+
+
+_DTYPE = re.compile(r"\b(FP32|FP16|BF16|FP8|Int8|INT8|Int32|INT32|Int64|Bool|Float|Half|UInt8)\b")
+_DTYPE_NAMES = {"Float": "FP32", "Half": "FP16", "INT8": "Int8", "INT32": "Int32"}
+
+
+def format_dtype(fmt: str) -> str | None:
+    """'Thirty-two wide channel vectorized row major Int8 format' -> 'Int8'; None when no type is named."""
+    m = _DTYPE.search(fmt)
+    return None if m is None else _DTYPE_NAMES.get(m.group(1), m.group(1))
+
+
+def engine_evidence(layers: list[EngineLayer]) -> dict[str, Any]:
+    """Tensor-core and precision evidence from the engine's own layer list (no timing: the inspector has
+    none, so this counts tactics, it is not a time share)."""
+    from edgebench.tensorcores import classify_kernel
+
+    tactics = [layer.tactic for layer in layers if layer.tactic]
+    tensor = [t for t in tactics if classify_kernel(t)[0]]
+    dtypes = Counter(d for layer in layers for f in layer.output_formats if (d := format_dtype(f)))
+    text = (f"engine: {len(tensor)}/{len(tactics)} named tactics on tensor cores"
+            if tactics else "engine: no tactic names (build with ProfilingVerbosity.DETAILED)")
+    if dtypes:
+        text += "; layer outputs " + ", ".join(f"{k} x{v}" for k, v in sorted(dtypes.items()))
+    if tensor:
+        text += f"; e.g. {tensor[0][:80]}"
+    return {"layers": len(layers), "tactics": len(tactics), "tensor_core_tactics": len(tensor),
+            "output_dtypes": dict(sorted(dtypes.items())), "tensor_core_evidence": text}
+
+
+_SECTION = re.compile(r"Layers [Rr]unning on (DLA|GPU)")
+_ENTRY = re.compile(r"\[(Dla|Gpu)Layer\]\s*(.*?)[,\s]*$")
+
+
+@dataclass(frozen=True)
+class LayerPlacement:
+    """Which layers the builder put on DLA and which fell back to the GPU (from its INFO log)."""
+
+    dla: tuple[str, ...]
+    gpu: tuple[str, ...]
+
+
+def parse_build_log(lines: list[str]) -> LayerPlacement | None:
+    """The builder's '---- Layers Running on DLA ----' / 'on GPU' listing (TensorRT 8.x-10.x prints it at
+    INFO for engines with a DLA default device); None when the log has no such listing."""
+    dla: list[str] = []
+    gpu: list[str] = []
+    seen = False
+    for line in lines:
+        if _SECTION.search(line):
+            seen = True
+            continue
+        m = _ENTRY.search(line)
+        if m:
+            seen = True
+            (dla if m.group(1) == "Dla" else gpu).append(m.group(2).strip())
+    return LayerPlacement(tuple(dla), tuple(gpu)) if seen else None
+
+
+def placement_fields(plan: BuildPlan, placement: LayerPlacement | None) -> dict[str, Any]:
+    """Sidecar/row facts about DLA placement: the GPU fallback layers of a DLA engine."""
+    if plan.target.device_type != "dla":
+        return {"dla_layers": None, "gpu_fallback_layers": None}
+    if placement is None:
+        return {"dla_layers": None, "gpu_fallback_layers": None,
+                "placement_note": "the builder log listed no DLA/GPU layer placement"}
+    return {"dla_layers": list(placement.dla), "gpu_fallback_layers": list(placement.gpu)}
+
+
+# --------------------------------------------------------------------------- implicit INT8 calibration data
+
+def calibration_chunks(data: np.ndarray, batch: int) -> list[np.ndarray]:
+    """Contiguous [batch, ...] chunks of the calibration set in order; a last partial chunk is left out
+    (the calibrator's batch size is fixed)."""
+    import numpy as np
+
+    if batch < 1:
+        raise ModelError(f"calibration batch must be >= 1, got {batch}")
+    if data.shape[0] < batch:
+        raise ModelError(f"calibration set has {data.shape[0]} samples, fewer than one batch of {batch}")
+    return [np.ascontiguousarray(data[i:i + batch], dtype=np.float32)
+            for i in range(0, data.shape[0] - batch + 1, batch)]
+
+
+def recorded_calibration(record: dict[str, Any], input_shape: tuple[int, ...]) -> np.ndarray:
+    """Re-create the calibration set the int8 artifact recorded, and check it is byte-identical."""
+    from edgebench.calibration import calibration_batches
+
+    try:
+        data, now = calibration_batches(str(record["source"]), tuple(input_shape), int(record["count"]),
+                                        int(record.get("seed", 0)))
+    except KeyError as exc:
+        raise ModelError(f"calibration record lacks {exc}") from None
+    if now["sha256"] != record.get("sha256"):
+        raise ModelError(f"calibration data from {record['source']!r} changed since it was recorded "
+                         f"(sha256 {now['sha256'][:12]} != {str(record.get('sha256'))[:12]})")
+    return data
+
+
+class CalibrationFeed:
+    """The data side of an entropy calibrator: batches in order, then None; the calibration table cache."""
+
+    def __init__(self, data: np.ndarray, batch: int, cache_path: Path) -> None:
+        self.batch = batch
+        self.batches = calibration_chunks(data, batch)
+        self.cache_path = Path(cache_path)
+        self.served = 0
+
+    def next_batch(self) -> np.ndarray | None:
+        if self.served >= len(self.batches):
+            return None
+        self.served += 1
+        return self.batches[self.served - 1]
+
+    def read_cache(self) -> bytes | None:
+        try:
+            blob = self.cache_path.read_bytes()
+        except OSError:
+            return None
+        return blob or None
+
+    def write_cache(self, blob: bytes) -> None:
+        import os
+        import tempfile
+
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".calibration.", dir=self.cache_path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bytes(blob))
+        os.replace(tmp, self.cache_path)

@@ -1,0 +1,522 @@
+"""The TensorRT backend's logic on a CPU: engine keys and the stale/foreign rebuild decision, supports()
+reasons, precision strategy per TensorRT version, build plans, parsing real inspector JSON and builder logs,
+calibration batches from the recorded set, DLA detection from sysfs trees, the registry entry.
+Nothing here calls TensorRT (tests/test_trt_real.py does, where TensorRT exists)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from edgebench.backends import trt_logic as L
+from edgebench.backends.base import ModelArtifact
+from edgebench.backends.trt_engine_cache import (
+    ENGINE_FORMAT,
+    EngineCache,
+    EngineKey,
+    calibration_cache_path,
+    decide,
+    timing_cache_path,
+)
+from edgebench.config import RunConfig
+from edgebench.errors import BackendError, ModelError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "trt"
+
+ORIN = L.TrtEnv(trt_version="10.3.0.30", has_fp16_flag=True, has_int8_flag=True, has_strongly_typed=True,
+                has_entropy_calibrator=True, jetson_model="NVIDIA Jetson AGX Orin Developer Kit", dla_cores=2)
+XAVIER_86 = L.TrtEnv(trt_version="8.6.2.3", has_fp16_flag=True, has_int8_flag=True, has_strongly_typed=False,
+                     has_entropy_calibrator=True, jetson_model="NVIDIA Jetson AGX Xavier", dla_cores=2)
+TRT11 = L.TrtEnv(trt_version="11.0.0.1", has_fp16_flag=False, has_int8_flag=False, has_strongly_typed=True,
+                 has_entropy_calibrator=False, jetson_model=None, dla_cores=None)
+NANO = replace(ORIN, jetson_model="NVIDIA Jetson Orin Nano Developer Kit", dla_cores=0)
+MISSING = L.TrtEnv(trt_version=None, missing_reason=L.INSTALL_HINT + " (No module named 'tensorrt')")
+
+
+def cfg(precision: str = "fp16", placements: tuple[str, ...] = ("gpu",), batch: int = 4, **options: object) -> RunConfig:
+    return RunConfig(model="resnet50", backend="trt", precision=precision, batch=batch, placements=placements,
+                     options=tuple(sorted(options.items())))
+
+
+def artifact(precision: str = "fp16", **sidecar: object) -> ModelArtifact:
+    side = {"source_fp32": {"path": "/cache/fp32/resnet50.onnx", "sha256": "f" * 64}, **sidecar}
+    return ModelArtifact(model="resnet50", precision=precision, onnx_path=f"/cache/{precision}/resnet50.onnx",
+                         sha256=precision[0] * 64, input_name="input", input_shape=(3, 224, 224), sidecar=side)
+
+
+def key(**changes: object) -> EngineKey:
+    base = EngineKey(onnx_sha256="a" * 64, precision="fp16", strategy="fp16-builder-flag", input_name="input",
+                     min_shape=(4, 3, 224, 224), opt_shape=(4, 3, 224, 224), max_shape=(4, 3, 224, 224),
+                     device_type="gpu", dla_core=None, gpu_fallback=False, trt_version="10.3.0.30",
+                     device_name="Orin", compute_capability="8.7", workspace_mib=1024,
+                     builder_options=(("set_flags", "FP16"),))
+    return replace(base, **changes)
+
+
+# --------------------------------------------------------------------------- engine cache
+
+def test_slot_ignores_the_build_environment_but_digest_does_not() -> None:
+    a, b = key(), key(trt_version="8.6.2.3", device_name="Xavier", compute_capability="7.2")
+    assert a.slot() == b.slot() and a.digest() != b.digest()
+    for other in (key(precision="int8"), key(opt_shape=(8, 3, 224, 224)), key(dla_core=1, device_type="dla"),
+                  key(gpu_fallback=True), key(workspace_mib=2048), key(builder_options=(("set_flags", "FP16,INT8"),))):
+        assert other.slot() != a.slot()
+
+
+def test_stored_engine_is_a_hit_and_records_key_and_sha(tmp_path: Path) -> None:
+    cache = EngineCache(tmp_path)
+    assert cache.lookup(key()).decision == decide(key(), False, None, None, None)
+    assert cache.lookup(key()).decision.reason == "build: no cached engine"
+    stored = cache.store(key(), b"engine-bytes", {"facts": {"build_s": 1.5}})
+    found = cache.lookup(key())
+    assert found.decision.load and found.decision.reason.startswith("hit")
+    assert found.path == stored.path and found.path.read_bytes() == b"engine-bytes"
+    assert found.sidecar["key"]["precision"] == "fp16" and found.sidecar["facts"] == {"build_s": 1.5}
+    assert found.sidecar["format"] == ENGINE_FORMAT
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"trt_version": "8.6.2.3"}, ["foreign", "trt_version: cached '10.3.0.30', wanted '8.6.2.3'"]),
+    ({"device_name": "NVIDIA Jetson AGX Xavier", "compute_capability": "7.2"},
+     ["foreign", "compute_capability: cached '8.7', wanted '7.2'", "device_name"]),
+])
+def test_engine_from_another_tensorrt_or_device_is_rebuilt_with_the_reason(tmp_path: Path, changes: dict,
+                                                                         words: list[str]) -> None:
+    cache = EngineCache(tmp_path)
+    cache.store(key(), b"built-on-orin-trt10", {})
+    found = cache.lookup(key(**changes))
+    assert not found.decision.load
+    for word in words:
+        assert word in found.decision.reason
+
+
+def test_sidecar_with_a_different_key_field_is_stale(tmp_path: Path) -> None:
+    cache = EngineCache(tmp_path)
+    stored = cache.store(key(), b"x", {})
+    side_path = stored.path.with_name(stored.path.name + ".json")
+    side = json.loads(side_path.read_text())
+    side["key"]["strategy"] = "fp16-strongly-typed"  # e.g. written by an older edgebench
+    side_path.write_text(json.dumps(side))
+    decision = cache.lookup(key()).decision
+    assert not decision.load
+    assert "stale engine" in decision.reason and "strategy: cached 'fp16-strongly-typed'" in decision.reason
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("bytes", "do not match the sidecar's sha256"),
+    ("delete-sidecar", "no sidecar"),
+    ("corrupt-sidecar", "sidecar unreadable"),
+    ("list-sidecar", "sidecar unreadable (top level is list"),
+    ("old-format", "sidecar format 0"),
+    ("delete-engine", "no engine file"),
+])
+def test_damaged_cache_entries_are_rebuilt_never_loaded(tmp_path: Path, damage: str, words: str) -> None:
+    cache = EngineCache(tmp_path)
+    stored = cache.store(key(), b"good", {})
+    side = stored.path.with_name(stored.path.name + ".json")
+    if damage == "bytes":
+        stored.path.write_bytes(b"evil")
+    elif damage == "delete-sidecar":
+        side.unlink()
+    elif damage == "corrupt-sidecar":
+        side.write_text("{not json")
+    elif damage == "list-sidecar":
+        side.write_text("[]")
+    elif damage == "old-format":
+        side.write_text(json.dumps({**json.loads(side.read_text()), "format": 0}))
+    elif damage == "delete-engine":
+        stored.path.unlink()
+    decision = cache.lookup(key()).decision
+    assert not decision.load
+    assert words in decision.reason
+
+
+def test_rebuild_replaces_the_foreign_engine_in_the_same_slot(tmp_path: Path) -> None:
+    cache = EngineCache(tmp_path)
+    old = cache.store(key(trt_version="8.6.2.3"), b"old", {})
+    new = cache.store(key(), b"new", {})
+    assert old.path == new.path
+    assert cache.lookup(key()).decision.load
+    assert not cache.lookup(key(trt_version="8.6.2.3")).decision.load
+
+
+def test_timing_and_calibration_cache_paths(tmp_path: Path) -> None:
+    t = timing_cache_path(tmp_path, "10.3.0.30", "Orin", "8.7")
+    assert t == timing_cache_path(tmp_path, "10.3.0.30", "Orin", "8.7")
+    assert t.name == "orin-sm87-trt10-3-0-30.cache"
+    assert t != timing_cache_path(tmp_path, "8.6.2.3", "Orin", "8.7")
+    assert t != timing_cache_path(tmp_path, "10.3.0.30", "Xavier", "7.2")
+    c = calibration_cache_path(tmp_path, "a" * 64, "10.3", 8, "d" * 64)
+    assert c.name == "calibration.cache"
+    others = {calibration_cache_path(tmp_path, "b" * 64, "10.3", 8, "d" * 64),
+              calibration_cache_path(tmp_path, "a" * 64, "8.6", 8, "d" * 64),
+              calibration_cache_path(tmp_path, "a" * 64, "10.3", 4, "d" * 64),
+              calibration_cache_path(tmp_path, "a" * 64, "10.3", 8, "e" * 64)}
+    assert c not in others and len(others) == 4
+
+
+# --------------------------------------------------------------------------- supports()
+
+def test_missing_tensorrt_gives_the_jetpack_hint() -> None:
+    reason = L.supports_reason(cfg("fp16"), MISSING, cuda_devices=1)
+    assert reason is not None and reason.startswith("TensorRT not installed (it comes with JetPack: python3-libnvinfer)")
+
+
+def test_detect_env_here_reports_tensorrt_missing_and_no_jetson(tmp_path: Path) -> None:
+    env = L.detect_env(tmp_path)  # an empty root: not a Jetson; this CI venv has no TensorRT
+    try:
+        import tensorrt
+
+        have = hasattr(tensorrt, "Builder")
+    except ImportError:
+        have = False
+    if have:
+        pytest.skip("TensorRT is installed here; the missing-TensorRT path is not observable")
+    assert env.trt_version is None and env.missing_reason and env.missing_reason.startswith(L.INSTALL_HINT)
+    assert env.jetson_model is None and env.dla_cores is None
+
+
+def test_type_stubs_alone_do_not_count_as_tensorrt() -> None:
+    stubs_namespace = SimpleNamespace()  # what `import tensorrt` gives when only tensorrt-stubs is installed
+    facts = L.trt_features(stubs_namespace)
+    assert facts["trt_version"] is None and facts["missing_reason"].startswith(L.INSTALL_HINT)
+    real = SimpleNamespace(Builder=object, __version__="10.3.0.30",
+                           BuilderFlag=SimpleNamespace(FP16=1, INT8=2),
+                           NetworkDefinitionCreationFlag=SimpleNamespace(STRONGLY_TYPED=1),
+                           IInt8EntropyCalibrator2=object)
+    facts = L.trt_features(real)
+    assert facts == {"trt_version": "10.3.0.30", "missing_reason": None, "has_fp16_flag": True,
+                     "has_int8_flag": True, "has_strongly_typed": True, "has_entropy_calibrator": True}
+    trt11 = SimpleNamespace(Builder=object, __version__="11.0", BuilderFlag=SimpleNamespace(),
+                            NetworkDefinitionCreationFlag=SimpleNamespace(STRONGLY_TYPED=1))
+    f11 = L.trt_features(trt11)
+    assert not f11["has_fp16_flag"] and not f11["has_entropy_calibrator"] and f11["has_strongly_typed"]
+
+
+@pytest.mark.parametrize("run, env, expected", [
+    (cfg("fp16"), ORIN, None),
+    (cfg("int8", ("gpu", "dla0", "dla1"), gpu_fallback=True), ORIN, None),
+    (cfg("fp32", ("gpu", "dla0")), ORIN, "DLA is FP16/INT8 only: fp32 cannot run on dla0"),
+    (cfg("tf32", ("dla1",)), ORIN, "DLA is FP16/INT8 only"),
+    (cfg("fp32", ("dla0",)), MISSING, "DLA is FP16/INT8 only"),  # config reasons come before the machine's
+    (cfg("fp16", ("dla0",), cuda_graph=True), ORIN, "cuda_graph is GPU only"),
+    (cfg("fp16", ("dla0",)), NANO, "placement dla0: this device (NVIDIA Jetson Orin Nano Developer Kit) has no DLA"),
+    (cfg("fp16", ("dla1",)), replace(ORIN, dla_cores=1), "has 1 DLA core(s)"),
+    (cfg("fp16", ("dla0",)), replace(ORIN, jetson_model=None, dla_cores=None), "this is not a Jetson"),
+    (cfg("fp16", ("gpu",)), replace(ORIN, jetson_model=None, dla_cores=None), "needs a CUDA GPU"),
+    (cfg("bf16"), ORIN, "trt builds fp32, tf32, fp16, int8 engines"),
+    (cfg("fp16", ("cpu",)), ORIN, "placement 'cpu' is not a TensorRT target"),
+    (cfg("fp16", fast=True), ORIN, "unknown option(s) fast"),
+    (cfg("int8", int8_calibration="minmax"), ORIN, "int8_calibration='minmax' must be one of explicit, entropy"),
+    (cfg("fp16", workspace_mib=0), ORIN, "workspace_mib=0 must be a positive integer"),
+    (cfg("int8", int8_calibration="entropy"), ORIN, None),
+    (cfg("int8", int8_calibration="entropy"), TRT11, "is gone in TensorRT 11.0.0.1"),
+])
+def test_supports_reasons(run: RunConfig, env: L.TrtEnv, expected: str | None) -> None:
+    cuda_devices = 0  # a Jetson's iGPU is not listed in /proc/driver/nvidia/gpus; the Jetson model counts
+    reason = L.supports_reason(run, env, cuda_devices)
+    if expected is None:
+        assert reason is None
+    else:
+        assert reason is not None and expected in reason, reason
+
+
+def test_backend_supports_uses_its_env_and_the_registry_knows_trt() -> None:
+    from edgebench.backends.base import Env
+    from edgebench.backends.registry import BACKEND_NAMES, get_backend
+    from edgebench.backends.trt import TrtBackend
+
+    assert "trt" in BACKEND_NAMES
+    backend = get_backend("trt")
+    assert isinstance(backend, TrtBackend) and backend.name == "trt"
+    env = Env(cpu_count=2, machine="aarch64")
+    assert TrtBackend(env=ORIN).supports(cfg("fp16", ("dla0",)), env) is None
+    assert "no DLA" in (TrtBackend(env=NANO).supports(cfg("fp16", ("dla0",)), env) or "")
+
+
+# --------------------------------------------------------------------------- precision strategy and plans
+
+@pytest.mark.parametrize("precision, env, target, calib, name, onnx, flags, typed", [
+    ("fp32", ORIN, L.Target("gpu"), "explicit", "fp32-ieee", "fp32", (), False),
+    ("tf32", ORIN, L.Target("gpu"), "explicit", "tf32", "fp32", ("TF32",), False),
+    ("fp16", XAVIER_86, L.Target("gpu"), "explicit", "fp16-builder-flag", "fp32", ("FP16",), False),
+    ("fp16", ORIN, L.Target("dla", 0), "explicit", "fp16-builder-flag", "fp32", ("FP16",), False),
+    ("fp16", TRT11, L.Target("gpu"), "explicit", "fp16-strongly-typed", "artifact", (), True),
+    ("fp16", replace(TRT11, has_fp16_flag=True), L.Target("gpu"), "explicit", "fp16-strongly-typed", "artifact", (),
+     True),  # TensorRT >= 11: strongly typed even if an FP16 attribute lingers
+    ("int8", ORIN, L.Target("gpu"), "explicit", "int8-explicit-qdq", "artifact", ("INT8",), False),
+    ("int8", ORIN, L.Target("dla", 1), "explicit", "int8-explicit-qdq", "artifact", ("INT8", "FP16"), False),
+    ("int8", XAVIER_86, L.Target("gpu"), "entropy", "int8-entropy", "fp32", ("INT8",), False),
+    ("int8", TRT11, L.Target("gpu"), "explicit", "int8-explicit-qdq-strongly-typed", "artifact", (), True),
+])
+def test_precision_strategy_per_tensorrt_version(precision: str, env: L.TrtEnv, target: L.Target, calib: str,
+                                                 name: str, onnx: str, flags: tuple, typed: bool) -> None:
+    s = L.precision_strategy(precision, env, target, calib)
+    assert (s.name, s.onnx, s.set_flags, s.strongly_typed) == (name, onnx, flags, typed)
+    assert s.calibrate == (calib == "entropy")
+    assert s.clear_flags == (("TF32",) if precision == "fp32" else ())
+
+
+def test_strategies_that_this_tensorrt_cannot_do_raise() -> None:
+    with pytest.raises(BackendError, match="no implicit INT8 calibration"):
+        L.precision_strategy("int8", TRT11, L.Target("gpu"), "entropy")
+    with pytest.raises(BackendError, match="neither BuilderFlag.FP16 nor strongly typed"):
+        L.precision_strategy("fp16", replace(XAVIER_86, has_fp16_flag=False), L.Target("gpu"), "explicit")
+
+
+def test_build_plan_for_dla_with_fallback_and_static_batch() -> None:
+    opts = L.check_options({"gpu_fallback": True})
+    plan = L.build_plan(cfg("int8", ("dla1",), batch=16), artifact("int8"), L.Target("dla", 1), ORIN, opts)
+    assert plan.min_shape == plan.opt_shape == plan.max_shape == (16, 3, 224, 224)
+    assert plan.set_flags == ("INT8", "FP16", "GPU_FALLBACK")
+    assert plan.onnx_path == "/cache/int8/resnet50.onnx" and plan.onnx_sha256 == "i" * 64
+    assert plan.workspace_bytes == 1024 << 20 and plan.gpu_fallback
+    gpu = L.build_plan(cfg("int8", ("gpu",), batch=16), artifact("int8"), L.Target("gpu"), ORIN, opts)
+    assert gpu.set_flags == ("INT8",) and not gpu.gpu_fallback  # the option means nothing on the GPU
+
+
+def test_fp16_builder_flag_builds_from_the_fp32_source_and_keys_differ() -> None:
+    opts = L.check_options({})
+    plan = L.build_plan(cfg("fp16"), artifact("fp16"), L.Target("gpu"), ORIN, opts)
+    assert plan.onnx_path == "/cache/fp32/resnet50.onnx" and plan.onnx_sha256 == "f" * 64
+    typed = L.build_plan(cfg("fp16"), artifact("fp16"), L.Target("gpu"), TRT11, opts)
+    assert typed.onnx_path == "/cache/fp16/resnet50.onnx"
+    k_orin = L.engine_key(plan, "10.3.0.30", "Orin", "8.7")
+    assert k_orin.builder_options == (("clear_flags", ""), ("profiling_verbosity", "DETAILED"),
+                                      ("set_flags", "FP16"), ("strongly_typed", False))
+    assert k_orin.slot() != L.engine_key(typed, "10.3.0.30", "Orin", "8.7").slot()
+    ws = L.build_plan(cfg("fp16"), artifact("fp16"), L.Target("gpu"), ORIN, L.check_options({"workspace_mib": 256}))
+    assert L.engine_key(ws, "10.3.0.30", "Orin", "8.7").slot() != k_orin.slot()
+    no_source = ModelArtifact(model="m", precision="fp16", onnx_path="/x.onnx", sha256="x", input_name="input",
+                              input_shape=(3, 8, 8))
+    with pytest.raises(BackendError, match="names no source_fp32"):
+        L.build_plan(cfg("fp16"), no_source, L.Target("gpu"), ORIN, opts)
+
+
+def test_entropy_plan_needs_and_keys_the_calibration_record() -> None:
+    opts = L.check_options({"int8_calibration": "entropy"})
+    record = {"source": "synthetic", "seed": 0, "count": 5, "sha256": "c" * 64}
+    plan = L.build_plan(cfg("int8"), artifact("int8", calibration=record), L.Target("gpu"), ORIN, opts)
+    assert plan.calibration_batch == 5 and plan.calibration_sha256 == "c" * 64  # min(8, recorded samples)
+    assert ("calibration_sha256", "c" * 64) in plan.builder_options()
+    with pytest.raises(BackendError, match="needs the recorded calibration set"):
+        L.build_plan(cfg("int8"), artifact("int8"), L.Target("gpu"), ORIN, opts)
+
+
+def test_parse_placement_and_version() -> None:
+    assert L.parse_placement("gpu") == L.parse_placement("cuda:0") == L.Target("gpu")
+    assert L.parse_placement("dla") == L.Target("dla", 0) and L.parse_placement("dla1").label == "dla1"
+    assert L.parse_placement("cuda:1") is None and L.parse_placement("cpu") is None
+    assert L.parse_version("10.3.0.30") == (10, 3, 0, 30) and L.parse_version("8.6.2.post1") == (8, 6, 2)
+    assert L.numpy_dtype("HALF") == "float16" and L.numpy_dtype("FLOAT") == "float32"
+    with pytest.raises(BackendError, match="BF16 has no numpy equivalent"):
+        L.numpy_dtype("BF16")
+
+
+# --------------------------------------------------------------------------- what TensorRT reports back
+
+@pytest.mark.parametrize("fixture, tensor_tactics, dtypes", [
+    # counts checked by hand against the files: A100 fp32 uses TF32 xmma kernels (TensorRT's default) except
+    # one scudnn conv and a pooling kernel; the QAT engine's int8x4 icudnn (dp4a) and simt conv are not MMA
+    ("inspector_resnet_fp32_a100.json", (20, 22), {"FP32": 32}),
+    ("inspector_resnet_fp16_a100.json", (21, 22), {"FP16": 35, "FP32": 1}),
+    ("inspector_mobilenet_qat_int8_sm75.json", (34, 36), {"FP16": 15, "FP32": 5, "Int8": 53}),
+])
+def test_inspector_json_gives_tensor_core_and_precision_evidence(fixture: str, tensor_tactics: tuple,
+                                                                  dtypes: dict) -> None:
+    text = (FIXTURES / fixture).read_text()
+    layers = L.parse_inspector_json(text)
+    assert len(layers) == len(json.loads(text)["Layers"])
+    ev = L.engine_evidence(layers)
+    assert (ev["tensor_core_tactics"], ev["tactics"]) == tensor_tactics
+    assert ev["output_dtypes"] == dtypes
+    assert ev["tensor_core_evidence"].startswith(f"engine: {tensor_tactics[0]}/{tensor_tactics[1]} named tactics")
+
+
+def test_inspector_names_only_layout_and_garbage() -> None:
+    layers = L.parse_inspector_json('{"Layers": ["conv1 + relu1", "fc"], "Bindings": ["input", "output"]}')
+    assert [x.name for x in layers] == ["conv1 + relu1", "fc"] and all(x.tactic is None for x in layers)
+    assert "no tactic names" in L.engine_evidence(layers)["tensor_core_evidence"]
+    with pytest.raises(BackendError, match="unreadable"):
+        L.parse_inspector_json("{")
+    with pytest.raises(BackendError, match="no 'Layers' list"):
+        L.parse_inspector_json('{"Bindings": []}')
+
+
+def test_format_dtype() -> None:
+    assert L.format_dtype("Thirty-two wide channel vectorized row major Int8 format") == "Int8"
+    assert L.format_dtype("Row major linear FP32") == "FP32"
+    assert L.format_dtype("Channel major FP16 format where channel % 8 == 0") == "FP16"
+    assert L.format_dtype("something else") is None
+
+
+def test_build_log_dla_and_gpu_fallback_layers() -> None:
+    vgg = L.parse_build_log((FIXTURES / "buildlog_trtexec_vgg19_dla_fallback.txt").read_text().splitlines())
+    assert vgg is not None
+    assert vgg.dla == ("{ForeignNode[conv1_1...pool5]}", "{ForeignNode[relu6...fc8]}")
+    assert vgg.gpu == ("SHUFFLE: shuffle_between_pool5_and_fc6", "CONVOLUTION: fc6", "SOFTMAX: prob")
+    cudla = L.parse_build_log((FIXTURES / "buildlog_sample_cudla.txt").read_text().splitlines())
+    assert cudla == L.LayerPlacement(dla=("{ForeignNode[(Unnamed Layer* 0) [ElementWise]]}",), gpu=())
+    assert L.parse_build_log(["[I] [TRT] Total Activation Memory: 1 MiB"]) is None
+
+
+def test_placement_fields_only_for_dla_engines() -> None:
+    opts = L.check_options({"gpu_fallback": True})
+    dla_plan = L.build_plan(cfg("fp16", ("dla0",)), artifact(), L.Target("dla", 0), ORIN, opts)
+    gpu_plan = L.build_plan(cfg("fp16"), artifact(), L.Target("gpu"), ORIN, opts)
+    placed = L.LayerPlacement(dla=("{ForeignNode[a...b]}",), gpu=("SOFTMAX: prob",))
+    assert L.placement_fields(dla_plan, placed) == {"dla_layers": ["{ForeignNode[a...b]}"],
+                                                    "gpu_fallback_layers": ["SOFTMAX: prob"]}
+    assert L.placement_fields(gpu_plan, placed)["gpu_fallback_layers"] is None
+    assert "listed no DLA/GPU layer placement" in L.placement_fields(dla_plan, None)["placement_note"]
+
+
+def test_row_fields_from_engine_facts_fit_the_results_schema() -> None:
+    from edgebench.backends.trt import engine_row_info
+    from edgebench.report.schema import COLUMN_NAMES
+
+    facts = {
+        "gpu": {"cache": "hit", "cache_reason": "hit: cached engine matches every key field", "build_s": 40.0,
+                "gpu_fallback_layers": None, "evidence": {"tensor_core_evidence": "engine: 3/4 named tactics"}},
+        "dla0": {"cache": "built", "cache_reason": "rebuild: foreign engine", "build_s": 95.5,
+                 "gpu_fallback_layers": ["SOFTMAX: prob", "SHUFFLE: s"], "evidence": None},
+    }
+    row = engine_row_info(facts)["row_fields"]
+    assert set(row) <= set(COLUMN_NAMES)
+    assert row["dla_fallback_layers"] == "dla0: 2"
+    assert row["engine_build_s"] == 95.5  # only the engine built now; the cache hit cost nothing
+    assert row["engine_cache"] == "dla0: rebuild: foreign engine; gpu: hit: cached engine matches every key field"
+    assert row["tensor_core_evidence"] == "gpu engine: 3/4 named tactics"
+    hits = engine_row_info({"gpu": {**facts["gpu"]}})["row_fields"]
+    assert hits["engine_build_s"] is None and hits["dla_fallback_layers"] is None
+
+
+# --------------------------------------------------------------------------- calibration batches
+
+def test_calibration_feed_batches_the_recorded_set(tmp_path: Path) -> None:
+    from edgebench.calibration import calibration_batches
+
+    data, record = calibration_batches("synthetic", (3, 8, 8), 20, seed=3)
+    again = L.recorded_calibration(record, (3, 8, 8))
+    assert np.array_equal(again, data)
+    feed = L.CalibrationFeed(again, 8, tmp_path / "calib" / "calibration.cache")
+    served = []
+    while (b := feed.next_batch()) is not None:
+        served.append(b)
+    assert [b.shape for b in served] == [(8, 3, 8, 8), (8, 3, 8, 8)]  # 20 samples: 2 full batches, 4 left out
+    assert np.array_equal(served[0], data[:8]) and np.array_equal(served[1], data[8:16])
+    assert all(b.flags["C_CONTIGUOUS"] and b.dtype == np.float32 for b in served)
+    assert feed.next_batch() is None
+    assert feed.read_cache() is None
+    feed.write_cache(memoryview(b"TRT-8601-EntropyCalibration2\ninput: 3c010a14\n").tobytes())
+    assert feed.read_cache() == b"TRT-8601-EntropyCalibration2\ninput: 3c010a14\n"
+
+
+def test_calibration_data_must_match_its_record() -> None:
+    from edgebench.calibration import calibration_batches
+
+    _, record = calibration_batches("synthetic", (3, 8, 8), 4, seed=0)
+    with pytest.raises(ModelError, match="changed since it was recorded"):
+        L.recorded_calibration({**record, "seed": 1, "sha256": record["sha256"]}, (3, 8, 8))
+    with pytest.raises(ModelError, match="fewer than one batch of 8"):
+        L.calibration_chunks(np.zeros((5, 3), dtype=np.float32), 8)
+
+
+# --------------------------------------------------------------------------- Jetson / DLA detection
+
+@pytest.mark.parametrize("tree, model, cores", [
+    ("sysfs_xavier", "NVIDIA Jetson Xavier NX Developer Kit", 2),
+    ("sysfs_nano", "NVIDIA Jetson Orin Nano Developer Kit", 0),
+    ("sysfs_l4t35", "NVIDIA Jetson AGX Orin Developer Kit", 2),
+])
+def test_dla_cores_and_board_from_device_tree(tree: str, model: str, cores: int) -> None:
+    root = FIXTURES / tree
+    assert L.jetson_model(root) == model
+    assert L.count_dla_cores(root) == cores
+
+
+def test_not_a_jetson(tmp_path: Path) -> None:
+    assert L.jetson_model(tmp_path) is None
+    (tmp_path / "proc/device-tree").mkdir(parents=True)
+    (tmp_path / "proc/device-tree/compatible").write_bytes(b"raspberrypi,4-model-b\0brcm,bcm2711\0")
+    assert L.jetson_model(tmp_path) is None
+
+
+# --------------------------------------------------------------------------- device buffers (no GPU here)
+
+def test_cuda_error_check_and_runtime_choice() -> None:
+    from edgebench.backends import cuda_buffers as cb
+
+    assert cb.check((0, 1234), "cudaMalloc") == 1234
+    assert cb.check((0,), "cudaFree") is None
+    err = SimpleNamespace(value=100, name="cudaErrorNoDevice")
+    with pytest.raises(BackendError, match=r"CUDA cudaMalloc failed: cudaErrorNoDevice \(100\)"):
+        cb.check((err, 0), "cudaMalloc")
+
+    def no_cuda_python() -> cb.CudaRuntime:
+        raise ImportError("No module named 'cuda'", name="cuda")
+
+    def no_gpu_torch() -> cb.CudaRuntime:
+        raise BackendError("torch is installed but torch.cuda.is_available() is False")
+
+    with pytest.raises(BackendError) as info:
+        cb.open_runtime((("cuda-python", no_cuda_python), ("torch", no_gpu_torch)))
+    assert "cuda-python: not installed" in str(info.value) and "torch: torch is installed but" in str(info.value)
+    picked = cb.open_runtime((("cuda-python", no_cuda_python), ("fake", lambda: SimpleNamespace(name="fake"))))
+    assert picked.name == "fake"  # type: ignore[attr-defined]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["cuda-python", "torch"])
+def test_cuda_runtime_roundtrip_and_graph_on_a_gpu(name: str) -> None:
+    """The device-buffer layer TrtSession uses, for real: copies, a private stream, a captured graph."""
+    import re
+
+    from edgebench.backends import cuda_buffers as cb
+
+    try:
+        rt = dict(cb.RUNTIMES)[name]()
+    except ImportError as exc:
+        pytest.skip(f"{name} is not installed ({exc.msg})")
+    except BackendError as exc:
+        pytest.skip(f"{name}: {exc}")
+    try:
+        device, cc = rt.device_identity()
+    except BackendError as exc:
+        pytest.skip(f"{name}: no usable CUDA device ({exc})")
+    assert device and re.fullmatch(r"\d+\.\d+", cc)
+    x = np.arange(4096, dtype=np.float32) * 0.5
+    zeros = np.zeros_like(x)
+    a, b = rt.malloc(x.nbytes), rt.malloc(x.nbytes)
+    stream = rt.stream_create()
+    assert rt.stream_handle(stream) != 0  # a stream of its own, not the legacy default stream
+    rt.htod_async(a, x, stream)
+    rt.htod_async(b, zeros, stream)
+    rt.synchronize(stream)
+
+    def device_copy() -> None:  # b <- a on `stream`, the kind of work an engine enqueues
+        if name == "cuda-python":
+            kind = rt.rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice  # type: ignore[attr-defined]
+            cb.check(rt.rt.cudaMemcpyAsync(b, a, x.nbytes, kind, stream), "cudaMemcpyAsync(DtoD)")  # type: ignore[attr-defined]
+        else:
+            rt._blocks[b][: x.nbytes].copy_(rt._blocks[a][: x.nbytes])  # type: ignore[attr-defined]
+
+    graph = rt.capture_graph(stream, device_copy)
+    out = np.full_like(x, -1.0)
+    rt.dtoh_async(out, b, stream)
+    rt.synchronize(stream)
+    assert np.array_equal(out, zeros)  # capturing records the copy, it does not run it
+    rt.launch_graph(graph, stream)
+    rt.synchronize(stream)
+    rt.dtoh_async(out, b, stream)
+    rt.synchronize(stream)
+    assert np.array_equal(out, x)
+    rt.destroy_graph(graph)
+    rt.free(a)
+    rt.free(b)
+    rt.stream_destroy(stream)
