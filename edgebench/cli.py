@@ -64,9 +64,19 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", required=True)
     e.add_argument("--out", help="also copy the ONNX file here")
 
-    rp = sub.add_parser("report", help="tables from one or more run folders (speedup over fp32, with spread)")
-    rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    rp.add_argument("--out", help="folder for speedup.csv and speedup.md (default: the first run folder)")
+    rp = sub.add_parser("report", help="figures, tables (CSV/Markdown/LaTeX) and a summary page from run folders")
+    rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders; the first is the reference")
+    rp.add_argument("--out", help="report folder (default: RUN_DIR/report of the first run; speedup.csv/.md "
+                    "also go to --out, else to the first run folder)")
+    rp.add_argument("--max-timelines", type=int, default=40, metavar="N",
+                    help="draw at most N power timelines per run (default 40)")
+    rp.add_argument("--formats", type=_csv_list(str), default=["png", "pdf"], help="figure formats (default png,pdf)")
+
+    # `edgebench remote` parses its own options (edgebench/remote/command.py); "\0" as prefix char hands
+    # every word, --help included, to that parser
+    rm = sub.add_parser("remote", help="run sweeps on boards over ssh and fetch the results "
+                                       "(`edgebench remote --help`)", add_help=False, prefix_chars="\0")
+    rm.add_argument("remote_args", nargs=argparse.REMAINDER)
 
     sub.add_parser("doctor", help="what backends, providers and samplers this machine has, and why not")
     sub.add_parser("profiles", help="list device profiles with their descriptions")
@@ -83,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
-                   "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report}[args.command]
+                   "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
+                   "remote": cmd_remote}[args.command]
         return handler(args)
     except EdgebenchError as exc:
         print(f"edgebench: error: {exc}", file=sys.stderr)
@@ -264,7 +275,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     (out / "speedup.md").write_text(markdown)
     print(markdown)
     print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
+
+    from edgebench.report.summary import build_report, describe
+
+    bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
+    if bad:
+        raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")
+    report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
+                          max_timelines=args.max_timelines, formats=tuple(args.formats))
+    print(describe(report))
     return 0
+
+
+def cmd_remote(args: argparse.Namespace) -> int:
+    from edgebench.remote.command import main as remote_main
+
+    return remote_main(args.remote_args, cache=args.cache)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options")
+# power_mode (Jetson nvpmodel): rows of different power modes are different configurations, not repeats
+GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options", "power_mode")
 COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ips_median", "throughput_ips_min",
            "throughput_ips_max", "speedup_vs_fp32", "speedup_min", "speedup_max", "tensor_core_time_pct_median",
            "energy_per_inference_mj_median")
@@ -41,7 +42,7 @@ def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key = tuple(str(row.get(k, "")) for k in GROUP_KEYS)
         groups[key][str(row["precision"])].append(row)
     out = []
-    for key in sorted(groups, key=lambda k: (k[0], k[1], int(k[2] or 0), int(k[3] or 0), k[4], k[5], k[6])):
+    for key in sorted(groups, key=lambda k: (k[0], k[1], int(k[2] or 0), int(k[3] or 0), *k[4:])):
         by_prec = groups[key]
         base = [t for r in by_prec.get(BASELINE, []) if r.get("status") == "ok"
                 and (t := _num(r.get("throughput_ips"))) is not None]

@@ -1,0 +1,80 @@
+"""ONNX for a board without torch: export here, ship the files, point the board's model specs at them.
+
+The board's copy of models/<name>.yaml is replaced by a spec with `source: onnx` and the same name,
+input and output, whose `onnx_path` is the shipped file. `edgebench bench` on the board then takes the
+external-ONNX path (validated, imported into the board's own cache by content hash, no torch needed);
+fp16 and int8 variants are still built on the board from that file (onnx + ONNX Runtime). Rows from
+such a board say `weights = from-onnx`, and the spec's description names the export it came from.
+
+(Shipping this machine's cache instead would not work: the export cache key contains the torch
+version, which a board without torch cannot compute.)
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SHIP_DIR = ".edgebench-remote/onnx"  # on the board, relative to the remote folder
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """Files to copy to the board: staging/onnx/*.onnx and staging/models/*.yaml."""
+
+    staging: Path
+    models: list[str]
+
+
+def sweep_models(bench_args: list[str]) -> list[str]:
+    """The models the sweep of `edgebench bench <bench_args>` would run, resolved here (same project)."""
+    from edgebench.cli import _apply_overrides
+    from edgebench.config import load_profile
+
+    args = parse_bench_args(bench_args)
+    profile = _apply_overrides(load_profile(args.device), args)
+    return list(profile.sweep["models"])
+
+
+def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cache_root: str | None) -> Shipment:
+    """Export every model here and write the board's replacement specs into `staging`."""
+    import yaml
+
+    from edgebench.artifacts import Artifacts
+    from edgebench.config import load_model_spec
+    from edgebench.export import export_onnx
+
+    cache = Artifacts(cache_root)
+    (staging / "onnx").mkdir(parents=True, exist_ok=True)
+    (staging / "models").mkdir(parents=True, exist_ok=True)
+    for name in models:
+        spec = load_model_spec(name)
+        art = export_onnx(spec, cache)
+        (staging / "onnx" / f"{name}.onnx").write_bytes(art.path.read_bytes())
+        data: dict[str, Any] = {
+            "name": name,
+            "description": (f"exported off-board by edgebench remote from models/{name}.yaml "
+                            f"({spec.source} {spec.arch or ''}, weights {spec.weights_label}, "
+                            f"sha256 {art.sha256[:16]})"),
+            "source": "onnx",
+            "onnx_path": f"{remote_abs_dir}/{SHIP_DIR}/{name}.onnx",
+            "input_shape": list(spec.input_shape),
+            "input_name": spec.input_name,
+            "input_dtype": spec.input_dtype,
+            "output_name": spec.output_name,
+            "num_classes": spec.num_classes,
+            "dynamic_batch": spec.dynamic_batch,
+            "opset": spec.opset,
+            "parity_atol": spec.parity_atol,
+        }
+        (staging / "models" / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return Shipment(staging, list(models))
+
+
+def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
+    """Bench args as `edgebench bench` reads them (argparse errors exit with its usage message)."""
+    from edgebench.cli import build_parser
+
+    return build_parser().parse_args(["bench", *bench_args])

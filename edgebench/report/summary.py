@@ -1,0 +1,234 @@
+"""The report folder and its one summary page (Markdown and HTML) linking every figure and table.
+
+    <out>/summary.md, summary.html
+    <out>/tables/{results,speedup,scaling[,cross_run]}.{csv,md,tex}
+    <out>/figures/<name>.{png,pdf}
+
+The page lists the runs, their system info (device, versions), counts of ok/invalid/failed/skipped rows
+and every non-ok reason, then links the tables and shows the figures. A figure that could not be drawn
+is listed with the reason, so an absence is visible on the page instead of being a missing file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
+from edgebench.report.runs import Run, load_runs, profile_name
+from edgebench.report.schema import STATUSES
+from edgebench.report.tables import Table, all_tables
+
+Segment = str | tuple[str, str]  # text, or (text, relative link)
+DEFAULT_MAX_TIMELINES = 40
+
+
+@dataclass
+class Report:
+    out_dir: Path
+    runs: list[Run]
+    tables: list[Table]
+    figures: list[FigureData]
+    table_files: list[Path] = field(default_factory=list)
+    summary_md: Path | None = None
+    summary_html: Path | None = None
+    figures_note: str | None = None  # why no figure was drawn at all (e.g. matplotlib missing)
+
+    def figure_files(self) -> list[Path]:
+        return [p for f in self.figures for p in f.files]
+
+
+def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines: int | None = DEFAULT_MAX_TIMELINES,
+                 formats: tuple[str, ...] = FORMATS) -> Report:
+    runs = load_runs(list(run_dirs))
+    out = Path(out_dir)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    report = Report(out, runs, all_tables(runs), all_figures(runs, max_timelines))
+    for table in report.tables:
+        report.table_files += table.write(out / "tables")
+    report.figures_note = matplotlib_missing()
+    if report.figures_note is None:
+        for fig in report.figures:
+            if fig.absent_reason is None:
+                render(fig, out / "figures", formats)
+    blocks = summary_blocks(report)
+    report.summary_md = out / "summary.md"
+    report.summary_md.write_text(to_markdown(blocks))
+    report.summary_html = out / "summary.html"
+    report.summary_html.write_text(to_html(blocks))
+    return report
+
+
+# ------------------------------------------------------------------------------------ content
+
+
+def _system_lines(run: Run) -> list[str]:
+    s = run.system
+    if not s:
+        return ["system.json absent: device and versions not recorded"]
+    board = s.get("board") or {}
+    cpu = s.get("cpu") or {}
+    os_rel = (s.get("os_release") or {}).get("PRETTY_NAME", "")
+    git = s.get("git") or {}
+    lines = [
+        f"device: {run.device()}",
+        f"host: {s.get('hostname', '')} ({s.get('machine', '')}), OS: {os_rel}, kernel: {s.get('kernel', '')}",
+        "board: " + (", ".join(f"{k}={v}" for k, v in board.items()) if board else
+                     f"not recorded ({(s.get('unavailable') or {}).get('board', 'unknown why')})"),
+        f"CPU: {cpu.get('model', '')}, {cpu.get('usable_cores', '?')} usable cores, "
+        f"governor {cpu.get('governor') or 'not readable'}",
+        f"memory: {(s.get('memory') or {}).get('total_mib', '?')} MiB",
+        f"edgebench {s.get('edgebench_version', '?')}, git {str(git.get('commit', ''))[:12]}"
+        + (" (dirty)" if git.get("dirty") else "") + f", Python {(s.get('python') or {}).get('version', '?')}",
+        "packages: " + ", ".join(f"{k} {v}" for k, v in sorted((s.get("packages") or {}).items()) if v),
+        "ONNX Runtime providers: " + ", ".join(s.get("onnxruntime_providers") or []),
+    ]
+    mps = s.get("cuda_mps") or {}
+    if mps.get("active"):
+        lines.append("CUDA MPS: active")
+    return lines
+
+
+def _reasons(run: Run) -> list[tuple[str, str, int, list[str]]]:
+    """(status, reason, count, row indexes) for every non-ok row, grouped by identical reason."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in run.rows:
+        if row.get("status") != "ok":
+            groups[(row.get("status", ""), row.get("reason", "") or "(no reason given)")].append(row.get("row_index", ""))
+    order = {s: i for i, s in enumerate(STATUSES)}
+    return [(st, reason, len(idx), idx) for (st, reason), idx in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1]))]
+
+
+def _rel(report: Report, path: Path) -> str:
+    return path.relative_to(report.out_dir).as_posix()
+
+
+def summary_blocks(report: Report) -> list[tuple]:
+    from edgebench import __version__
+
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    b: list[tuple] = [("h1", "edgebench report"),
+                      ("p", [f"Written {now} by edgebench {__version__} from {len(report.runs)} run folder(s)."])]
+    b.append(("h2", "Runs"))
+    head = ["#", "run", "run id", "folder", "profile", "device", *STATUSES]
+    rows = []
+    for i, run in enumerate(report.runs):
+        counts = run.status_counts()
+        rows.append([str(i + 1), run.label, run.run_id, str(run.path), profile_name(run) or "-", run.device(),
+                     *[str(counts.get(s, 0)) for s in STATUSES]])
+    b.append(("table", head, rows))
+    for run in report.runs:
+        b.append(("h3", f"System: {run.label}"))
+        b.append(("ul", [[line] for line in _system_lines(run)] + [[f"note: {n}"] for n in run.notes]))
+    b.append(("h2", "Rows that are not ok"))
+    any_reason = False
+    for run in report.runs:
+        reasons = _reasons(run)
+        if not reasons:
+            continue
+        any_reason = True
+        b.append(("h3", run.label))
+        b.append(("ul", [[f"{status} ({n} row(s): {', '.join(idx[:12])}{' ...' if len(idx) > 12 else ''}): {reason}"]
+                         for status, reason, n, idx in reasons]))
+    if not any_reason:
+        b.append(("p", ["every row is ok"]))
+    b.append(("h2", "Tables"))
+    items = []
+    for table in report.tables:
+        items.append([f"{table.title} ({len(table.records)} lines): ",
+                      *[x for ext in ("csv", "md", "tex") for x in ((ext, f"tables/{table.name}.{ext}"), " ")]])
+    b.append(("ul", items))
+    b.append(("h2", "Figures"))
+    if report.figures_note:
+        b.append(("p", [f"No figure drawn: {report.figures_note}"]))
+    main = [f for f in report.figures if not f.name.startswith("power_timeline")]
+    timelines = [f for f in report.figures if f.name.startswith("power_timeline")]
+    for fig in main:
+        if fig.files:
+            png = next((p for p in fig.files if p.suffix == ".png"), fig.files[0])
+            b.append(("h3", fig.title))
+            b.append(("img", _rel(report, png), fig.title))
+            b.append(("p", [*[x for p in fig.files for x in ((p.suffix[1:], _rel(report, p)), " ")],
+                            " — " + " · ".join(fig.caption)]))
+        elif fig.absent_reason:
+            b.append(("p", [f"{fig.title}: not drawn — {fig.absent_reason}"]))
+    b.append(("h3", "Power timelines (measured window shaded)"))
+    drawn = [f for f in timelines if f.files]
+    if drawn:
+        b.append(("ul", [[f"{f.title}: ", *[x for p in f.files for x in ((p.suffix[1:], _rel(report, p)), " ")],
+                          "— " + " · ".join(f.caption)] for f in drawn]))
+    absent = [f for f in timelines if f.absent_reason]
+    if absent:
+        b.append(("p", ["Not drawn:"]))
+        b.append(("ul", [[f.absent_reason or ""] for f in absent]))
+    if not timelines:
+        b.append(("p", ["no rows"]))
+    return b
+
+
+# ------------------------------------------------------------------------------------ output
+
+
+def _md_text(segments: list[Segment]) -> str:
+    return "".join(s if isinstance(s, str) else f"[{s[0]}]({s[1]})" for s in segments)
+
+
+def _html_text(segments: list[Segment]) -> str:
+    return "".join(html.escape(s) if isinstance(s, str) else
+                   f'<a href="{html.escape(s[1])}">{html.escape(s[0])}</a>' for s in segments)
+
+
+def to_markdown(blocks: list[tuple]) -> str:
+    out: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind in ("h1", "h2", "h3"):
+            out += [f"{'#' * int(kind[1])} {block[1]}", ""]
+        elif kind == "p":
+            out += [_md_text(block[1]), ""]
+        elif kind == "ul":
+            out += [f"- {_md_text(item)}" for item in block[1]] + [""]
+        elif kind == "table":
+            head, rows = block[1], block[2]
+            out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            out += ["| " + " | ".join(c.replace("|", r"\|") for c in r) + " |" for r in rows] + [""]
+        elif kind == "img":
+            out += [f"![{block[2]}]({block[1]})", ""]
+    return "\n".join(out)
+
+
+def to_html(blocks: list[tuple]) -> str:
+    body: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind in ("h1", "h2", "h3"):
+            body.append(f"<{kind}>{html.escape(block[1])}</{kind}>")
+        elif kind == "p":
+            body.append(f"<p>{_html_text(block[1])}</p>")
+        elif kind == "ul":
+            body.append("<ul>" + "".join(f"<li>{_html_text(item)}</li>" for item in block[1]) + "</ul>")
+        elif kind == "table":
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block[1])
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in block[2])
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif kind == "img":
+            body.append(f'<p><img src="{html.escape(block[1])}" alt="{html.escape(block[2])}" style="max-width:100%"></p>')
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}")
+    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>edgebench report</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def describe(report: Report) -> str:
+    """Short text for the terminal: where things are and what was left out."""
+    drawn = sum(1 for f in report.figures if f.files)
+    absent = sum(1 for f in report.figures if f.absent_reason)
+    lines = [f"report: {report.summary_md}", f"        {report.summary_html}",
+             f"tables: {len(report.table_files)} files in {report.out_dir / 'tables'}",
+             f"figures: {drawn} drawn in {report.out_dir / 'figures'}, {absent} not drawn (reasons in the summary)"]
+    if report.figures_note:
+        lines.append(f"figures: none drawn: {report.figures_note}")
+    return "\n".join(lines)
