@@ -109,7 +109,7 @@ def test_cuda_ep_fp32_is_strict_and_tf32_uses_tensor_cores(tmp_path, precision, 
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 2048])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512, 2048])], [w])
     path = tmp_path / "mm.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
     prepared = Prepared(backend="ort", model_path=str(path), input_name="x", input_shape=(512, 2048),
                         input_dtype="float32", precision=precision)
     session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
