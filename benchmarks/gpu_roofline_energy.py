@@ -7,6 +7,7 @@
    window -> agreement %.
 
     python3 benchmarks/gpu_roofline_energy.py --seconds 3
+    python3 benchmarks/gpu_roofline_energy.py --seconds 3 --only-compile   # torch.compile rows (minutes)
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ CONFIGS = [  # (batch, placements, mode, options)
     (64, ("cuda:0",), "process", {"channels_last": True, "cuda_graph": True}),
     (256, ("cuda:0",), "process", {"channels_last": True, "cuda_graph": True}),
     (128, ("cuda:0", "cuda:0"), "streams", {"channels_last": True, "cuda_graph": True}),
+    (256, ("cuda:0",), "process", {"channels_last": True, "compile": "default", "cuda_graph": True}),
+    (128, ("cuda:0", "cuda:0"), "streams", {"channels_last": True, "compile": "default", "cuda_graph": True}),
     (256, ("cuda:0",), "process", {"channels_last": True, "compile": "max-autotune-no-cudagraphs"}),
 ]
 
@@ -61,6 +64,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--skip-compile", action="store_true")
+    ap.add_argument("--only-compile", action="store_true", help="only the torch.compile configurations")
     args = ap.parse_args()
     roof = fp16_matmul_tflops()
     print(f"dense fp16 matmul (8192^3): {roof:.1f} TFLOP/s", flush=True)
@@ -70,7 +74,8 @@ def main() -> int:
     art = precision_artifact(spec, export_onnx(spec, cache), "fp16", cache, {})
     rows = []
     for batch, placements, mode, options in CONFIGS:
-        if args.skip_compile and "compile" in options:
+        has_compile = "compile" in options
+        if (args.skip_compile and has_compile) or (args.only_compile and not has_compile):
             continue
         cfg = RunConfig(model="resnet50", backend="torch", precision="fp16", batch=batch, placements=placements,
                         mode=mode, warmup_s=1.0, duration_s=args.seconds, max_duration_s=args.seconds + 5,
