@@ -38,6 +38,8 @@ CONFIGS = [  # (batch, placements, mode, options)
     (128, ("cuda:0", "cuda:0"), "streams", {"channels_last": True, "cuda_graph": True}),
     (256, ("cuda:0",), "process", {"channels_last": True, "compile": "default", "cuda_graph": True}),
     (128, ("cuda:0", "cuda:0"), "streams", {"channels_last": True, "compile": "default", "cuda_graph": True}),
+    (512, ("cuda:0",), "process", {"channels_last": True, "compile": "default", "cuda_graph": True}),
+    (256, ("cuda:0", "cuda:0"), "streams", {"channels_last": True, "compile": "default", "cuda_graph": True}),
     (256, ("cuda:0",), "process", {"channels_last": True, "compile": "max-autotune-no-cudagraphs"}),
 ]
 
@@ -65,6 +67,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--skip-compile", action="store_true")
     ap.add_argument("--only-compile", action="store_true", help="only the torch.compile configurations")
+    ap.add_argument("--skip-autotune", action="store_true", help="leave out compile=max-autotune (minutes of tuning)")
     args = ap.parse_args()
     roof = fp16_matmul_tflops()
     print(f"dense fp16 matmul (8192^3): {roof:.1f} TFLOP/s", flush=True)
@@ -76,6 +79,8 @@ def main() -> int:
     for batch, placements, mode, options in CONFIGS:
         has_compile = "compile" in options
         if (args.skip_compile and has_compile) or (args.only_compile and not has_compile):
+            continue
+        if args.skip_autotune and "autotune" in str(options.get("compile", "")):
             continue
         cfg = RunConfig(model="resnet50", backend="torch", precision="fp16", batch=batch, placements=placements,
                         mode=mode, warmup_s=1.0, duration_s=args.seconds, max_duration_s=args.seconds + 5,
