@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.artifacts import key_of, sha256_file, write_json_atomic
+from edgebench.artifacts import key_of, sha256_file, write_bytes_atomic, write_json_atomic
 
 ENGINE_FORMAT = 1  # bump when the sidecar layout changes: older entries are then rebuilt
 ENVIRONMENT_FIELDS = ("trt_version", "device_name", "compute_capability")
@@ -156,17 +154,7 @@ class EngineCache:
     def store(self, key: EngineKey, engine: bytes, info: dict[str, Any]) -> CachedEngine:
         """Write the engine (temp file + rename) and then its sidecar; returns the stored entry."""
         path = self.engine_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".model.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(engine)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_bytes_atomic(path, engine)
         sidecar = {**info, "format": ENGINE_FORMAT, "key": key.to_dict(), "key_digest": key.digest(),
                    "sha256": hashlib.sha256(engine).hexdigest(), "bytes": len(engine)}
         write_json_atomic(path.with_name(path.name + ".json"), sidecar)
