@@ -261,13 +261,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from edgebench.errors import EdgebenchError
-    from edgebench.report.speedup import read_rows, speedup_rows, to_markdown, write_csv
+    from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 
     run_dirs = [Path(d) for d in args.run_dirs]
     for d in run_dirs:
         if not (d / "results.csv").exists():
             raise EdgebenchError(f"{d}: not a run folder (no results.csv)")
-    records = speedup_rows(read_rows(run_dirs))
+    bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
+    if bad:  # before anything is written
+        raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")
+    # one run: the table as before; several (boards): each run on its own, with a run column, never pooled
+    records = speedup_rows(read_rows(run_dirs)) if len(run_dirs) == 1 else per_run_speedup_rows(run_dirs)
     out = Path(args.out) if args.out else run_dirs[0]
     out.mkdir(parents=True, exist_ok=True)
     write_csv(records, out / "speedup.csv")
@@ -278,9 +282,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     from edgebench.report.summary import build_report, describe
 
-    bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
-    if bad:
-        raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")
     report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
                           max_timelines=args.max_timelines, formats=tuple(args.formats))
     print(describe(report))

@@ -3,6 +3,7 @@ a known_hosts file holding the host key, and an ssh client config (-F) with alia
 
   board     the server, as the current user, host key verified against known_hosts
   badkey    the same server, but known_hosts holds a different key for it (a man in the middle)
+  newboard  the same server, never connected before: its known_hosts file does not exist
   deadboard 127.0.0.1 on a port nobody listens on
 
 `sshd -D -e -f CONFIG` runs as a child process and is killed by stop(). Root logins are allowed with a
@@ -130,6 +131,8 @@ def start_sshd(root: Path) -> SshServer:
     client.write_text("\n".join([
         "Host board", "  HostName 127.0.0.1", f"  Port {port}", f"  UserKnownHostsFile {known}", *common,
         "Host badkey", "  HostName 127.0.0.1", f"  Port {port}", f"  UserKnownHostsFile {wrong_known}", *common,
+        "Host newboard", "  HostName 127.0.0.1", f"  Port {port}", f"  UserKnownHostsFile {root / 'known_hosts_new'}",
+        *common,
         "Host deadboard", "  HostName 127.0.0.1", f"  Port {dead_port}", f"  UserKnownHostsFile {known}", *common,
         "",
     ]))

@@ -174,6 +174,15 @@ def test_host_key_mismatch_is_refused_and_nothing_runs(sshd, caches, tmp_path):
     assert not board_dir.exists()  # not even the folder was created
 
 
+def test_unknown_host_key_is_refused_not_recorded(sshd, caches, tmp_path):
+    board_dir = tmp_path / "board"
+    proc = run_remote(remote_cmd(sshd, caches, board_dir, "status", "--host", "newboard"), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "[newboard] FAILED: newboard: host key not verified (not in known_hosts); refused" in proc.stdout
+    assert not (sshd.root / "known_hosts_new").exists()  # never accepted silently
+    assert not board_dir.exists()
+
+
 def test_foreign_remote_folder_is_never_synced_into(sshd, caches, tmp_path):
     board_dir = tmp_path / "someone-elses"
     board_dir.mkdir()
@@ -295,3 +304,77 @@ def test_out_and_resume_are_refused_before_any_board(tmp_path):
     assert main(["remote", "--host", "nowhere.invalid", "--", "--out", "/tmp/x"]) == 2
     assert main(["remote", "--host", "nowhere.invalid", "--device", "smoke", "--", "--device", "host"]) == 2
     assert time.monotonic() - t0 < 5  # refused locally, no ssh attempted
+
+
+def test_a_link_dropped_mid_follow_says_connection_lost_and_how_to_reattach(tmp_path, monkeypatch):
+    """ssh exits 255 when the link dies under it (ServerAlive timeout, reset): that is a lost connection with the
+    attach hint, not a generic ssh failure; a host-key refusal stays a HostKeyError."""
+    from edgebench.remote.board import Board, RemoteOptions
+    from edgebench.remote.ssh import HostKeyError, RemoteError, Ssh
+
+    said: list[str] = []
+    board = Board("board", RemoteOptions(remote_dir="eb", local_dir=tmp_path), said.append)
+    script = "echo 'edgebench: [1/4] running'; echo '{err}' >&2; exit 255"
+    monkeypatch.setattr(Ssh, "argv", lambda self, cmd: ["sh", "-c", script.format(
+        err="Timeout, server 127.0.0.1 not responding.")])
+    with pytest.raises(RemoteError, match="connection lost while following the sweep") as info:
+        board.follow()
+    assert "Timeout, server 127.0.0.1 not responding." in str(info.value)
+    assert "edgebench remote attach --host board" in str(info.value)
+    assert said == ["edgebench: [1/4] running"]
+    monkeypatch.setattr(Ssh, "argv", lambda self, cmd: ["sh", "-c", script.format(err="Host key verification failed.")])
+    with pytest.raises(HostKeyError):
+        board.follow()
+
+
+def test_a_reused_supervisor_pid_is_not_taken_for_the_running_sweep(tmp_path):
+    """After a reboot the recorded supervisor pid may belong to another process: its identity (boot id + start
+    time) differs, so the sweep is 'lost', not 'running' forever (attach would wait, start would refuse)."""
+    from edgebench.remote.agent import current_state, proc_identity, write_state
+
+    me = proc_identity(os.getpid())
+    if me is None:
+        pytest.skip("no /proc/<pid>/stat here (not Linux): identities cannot be read")
+    write_state(tmp_path, {"launch_id": "L1", "status": "running", "supervisor_pid": os.getpid(),
+                           "supervisor_identity": me, "log": "x.log"})
+    assert current_state(tmp_path)["status"] == "running"
+    write_state(tmp_path, {"launch_id": "L1", "status": "running", "supervisor_pid": os.getpid(),
+                           "supervisor_identity": "another-boot:12345", "log": "x.log"})
+    state = current_state(tmp_path)
+    assert state["status"] == "lost" and state["alive"] is False
+
+
+def test_boards_in_parallel_export_one_at_a_time(tmp_path, monkeypatch):
+    """Two boards without torch export in two threads into one cache; export_onnx must not run twice at once
+    (it would take the other's temporary file for an exporter's extra file, and torch's exporters are not
+    thread-safe)."""
+    import threading
+    from types import SimpleNamespace
+
+    import edgebench.export
+    from edgebench.remote.ship import export_for_board
+
+    active = [0]
+    most = [0]
+    lock = threading.Lock()
+
+    def fake_export(spec, cache, seed=0):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.3)
+        path = tmp_path / f"{threading.get_ident()}.onnx"
+        path.write_bytes(b"onnx")
+        with lock:
+            active[0] -= 1
+        return SimpleNamespace(path=path, sha256="0" * 64)
+
+    monkeypatch.setattr(edgebench.export, "export_onnx", fake_export)
+    threads = [threading.Thread(target=export_for_board, args=(["tiny_cnn"], "/eb", tmp_path / f"s{i}", None))
+               for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+    assert all((tmp_path / f"s{i}" / "models" / "tiny_cnn.yaml").is_file() for i in range(2))

@@ -67,3 +67,31 @@ def test_report_command_writes_csv_and_markdown(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "edgebench", "report", str(tmp_path / "nope")], capture_output=True,
                          text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert bad.returncode == 2 and "not a run folder" in bad.stderr
+
+
+def test_report_of_two_runs_never_pools_their_rows(tmp_path):
+    """Two boards: each fp16 speedup is over its own board's fp32, in a row that names the run."""
+    from edgebench.report.schema import COLUMNS
+    from edgebench.report.store import ResultsStore
+
+    names = {c.name for c in COLUMNS}
+    runs = []
+    for board, (fp32, fp16) in {"fast": (100.0, 400.0), "slow": (10.0, 20.0)}.items():
+        run = tmp_path / board
+        run.mkdir()
+        store = ResultsStore(run)
+        for i, (prec, tput) in enumerate([("fp32", fp32), ("fp16", fp16)]):
+            r = {k: v for k, v in row(prec, tput).items() if k in names}
+            r.update(throughput_ips=tput, config_hash=f"h{i}")
+            store.append(r)
+        runs.append(run)
+    out = subprocess.run([sys.executable, "-m", "edgebench", "report", *map(str, runs), "--out", str(tmp_path / "rep"),
+                          "--formats", "png"], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "rep" / "speedup.csv", newline="") as fh:
+        recs = {(r["run"], r["precision"]): r for r in csv.DictReader(fh)}
+    assert float(recs[(str(runs[0]), "fp16")]["speedup_vs_fp32"]) == pytest.approx(4.0)
+    assert float(recs[(str(runs[1]), "fp16")]["speedup_vs_fp32"]) == pytest.approx(2.0)
+    assert recs[(str(runs[0]), "fp32")]["repeats_all"] == "1"  # not 2: the other board's fp32 is not a repeat
+    assert f"| {runs[1]} | resnet50 |" in (tmp_path / "rep" / "speedup.md").read_text()

@@ -63,9 +63,26 @@ def write_state(root: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def pid_alive(pid: Any) -> bool:
+def proc_identity(pid: int) -> str | None:
+    """The kernel's boot id and the process's start time (clock ticks after boot, /proc/PID/stat field 22):
+    a pid that a later process, or a process after a reboot, got again has another identity. None off Linux."""
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        with open(f"/proc/{pid}/stat") as fh:
+            start_ticks = fh.read().rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return None
+    return f"{boot_id}:{start_ticks}"
+
+
+def pid_alive(pid: Any, identity: Any = None) -> bool:
+    """Whether `pid` runs and, when the state recorded its identity, is still that same process."""
     if not isinstance(pid, int) or pid <= 0:
         return False
+    if isinstance(identity, str):
+        now = proc_identity(pid)
+        if now is not None and now != identity:
+            return False  # the pid was reused (e.g. the board rebooted): the supervisor is gone
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -84,7 +101,7 @@ def current_state(root: Path) -> dict[str, Any]:
     state = read_state(root)
     if state is None:
         return {"status": "none", "reason": f"no sweep was started in {root}"}
-    alive = pid_alive(state.get("supervisor_pid"))
+    alive = pid_alive(state.get("supervisor_pid"), state.get("supervisor_identity"))
     state["alive"] = alive
     if state.get("status") in ("starting", "running") and not alive:
         state["status"] = "lost"
@@ -144,7 +161,8 @@ def cmd_supervise(root: Path, launch_id: str, argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    state.update(status="running", supervisor_pid=os.getpid(), pid=child.pid)
+    state.update(status="running", supervisor_pid=os.getpid(), supervisor_identity=proc_identity(os.getpid()),
+                 pid=child.pid)
     write_state(root, state)
     while True:
         try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from edgebench.remote.agent import STATE_DIR, STATE_MARKER
 from edgebench.remote.fetch import Fetched, fetch_run
-from edgebench.remote.ssh import RemoteError, Ssh
+from edgebench.remote.ssh import SSH_FAILED, AuthError, HostKeyError, RemoteError, Ssh, classify
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 SYNC_EXCLUDES = (".venv/", ".git/", "__pycache__/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
@@ -164,12 +164,16 @@ class Board:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         code = proc.wait()
         if state is None:
-            if code == 255:
-                from edgebench.remote.ssh import classify
-
-                raise classify(self.host, "follow the sweep", err)
-            raise RemoteError(f"{self.host}: connection lost while following the sweep (ssh exit {code}); the sweep "
-                              f"goes on on the board: `edgebench remote attach --host {self.host}` to reconnect, "
+            said = ""
+            if code == SSH_FAILED:
+                exc = classify(self.host, "follow the sweep", err)
+                if isinstance(exc, (HostKeyError, AuthError)):
+                    raise exc
+                # e.g. "Timeout, server not responding" (ServerAlive) or a reset: the link dropped, not the sweep
+                lines = err.strip().splitlines()
+                said = f": {lines[-1]}" if lines else ""
+            raise RemoteError(f"{self.host}: connection lost while following the sweep (ssh exit {code}{said}); the "
+                              f"sweep goes on on the board: `edgebench remote attach --host {self.host}` to reconnect, "
                               f"`edgebench remote fetch --host {self.host}` for the results")
         return state
 

@@ -13,11 +13,15 @@ version, which a board without torch cannot compute.)
 from __future__ import annotations
 
 import argparse
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 SHIP_DIR = ".edgebench-remote/onnx"  # on the board, relative to the remote folder
+# boards run in parallel threads; two exports of the same model into one cache folder at once would see each
+# other's temporary files (export_onnx refuses "extra files"), and torch's exporters are not thread-safe
+_EXPORT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
     (staging / "models").mkdir(parents=True, exist_ok=True)
     for name in models:
         spec = load_model_spec(name)
-        art = export_onnx(spec, cache)
+        with _EXPORT_LOCK:  # one export at a time; the second board then finds it in the cache
+            art = export_onnx(spec, cache)
         (staging / "onnx" / f"{name}.onnx").write_bytes(art.path.read_bytes())
         data: dict[str, Any] = {
             "name": name,

@@ -65,6 +65,12 @@ def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def per_run_speedup_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    """speedup_rows of each run folder on its own, each record with its `run` folder: rows of different
+    runs (boards) are never pooled, so fp32 of one board is never the baseline of another."""
+    return [{"run": str(d), **rec} for d in run_dirs for rec in speedup_rows(read_rows([d]))]
+
+
 def read_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for run_dir in run_dirs:
@@ -81,21 +87,29 @@ def _cell(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _columns(records: list[dict[str, Any]]) -> list[str]:
+    return (["run"] if any("run" in r for r in records) else []) + list(COLUMNS)
+
+
 def write_csv(records: list[dict[str, Any]], path: Path) -> None:
+    columns = _columns(records)
     with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        w = csv.DictWriter(fh, fieldnames=columns)
         w.writeheader()
         for rec in records:
-            w.writerow({k: "" if rec.get(k) is None else rec[k] for k in COLUMNS})
+            w.writerow({k: "" if rec.get(k) is None else rec[k] for k in columns})
 
 
 def to_markdown(records: list[dict[str, Any]]) -> str:
+    with_run = "run" in _columns(records)
     head = ["model", "backend", "batch", "inst", "mode", "options", "precision", "ok/all", "img/s (median)",
             "speedup vs fp32", "range", "TC time %", "mJ/img"]
+    head = ["run", *head] if with_run else head
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in records:
         rng = (f"{_cell(r['speedup_min'])}..{_cell(r['speedup_max'])}" if r["speedup_min"] is not None else "")
         lines.append("| " + " | ".join([
+            *([str(r.get("run", ""))] if with_run else []),
             r["model"], r["backend"], r["batch"], r["instances"], r["mode"], r["options"] or "-", r["precision"],
             f"{r['repeats_ok']}/{r['repeats_all']}", _cell(r["throughput_ips_median"], 4),
             _cell(r["speedup_vs_fp32"]), rng, _cell(r["tensor_core_time_pct_median"]),
