@@ -39,6 +39,7 @@ L4T_FAMILY: list[tuple[str, str]] = [("32.7", "4.6.x"), ("32", "4.x"), ("34", "5
                                      ("36", "6.x"), ("38", "7.x")]
 
 DLA_SYSFS_GLOBS = (
+    "sys/bus/platform/devices/*.nvdla[0-9]",  # every platform device is linked here, whatever the release
     "sys/devices/platform/*.nvdla[0-9]",  # L4T R32
     "sys/devices/platform/host1x/*.nvdla[0-9]",  # L4T R35
     "sys/devices/platform/bus@0/*.host1x/*.nvdla[0-9]",  # L4T R36
@@ -269,15 +270,23 @@ def dla_count(root: str | Path = "/") -> dict[str, Any]:
             return {"count": int(builder.num_DLA_cores), "source": "tensorrt: Builder.num_DLA_cores"}
         except Exception:  # noqa: BLE001 - fall back to sysfs/dev
             pass
+    names, source = dla_nodes(base)
+    return {"count": len(names), "source": source}
+
+
+def dla_nodes(root: str | Path = "/") -> tuple[list[str], str]:
+    """(['nvdla0', 'nvdla1'], source) from the files alone (no TensorRT, no CUDA): the nvdla platform devices
+    in sysfs, else /dev/nvhost-nvdlaN nodes. The one rule for edgebench.jetson and the trt backend."""
+    base = Path(root)
     names: set[str] = set()
     for pattern in DLA_SYSFS_GLOBS:
         names.update(p.name.split(".", 1)[-1] for p in base.glob(pattern))
     if names:
-        return {"count": len(names), "source": f"sysfs: {', '.join(sorted(names))}"}
+        return sorted(names), f"sysfs: {', '.join(sorted(names))}"
     nodes = sorted(p.name for p in base.glob(DLA_DEV_GLOB))
     if nodes:
-        return {"count": len(nodes), "source": f"dev: {', '.join(nodes)}"}
-    return {"count": 0, "source": "no nvdla device in sysfs or /dev (this module has no DLA, e.g. Nano / Orin Nano)"}
+        return [n.removeprefix("nvhost-") for n in nodes], f"dev: {', '.join(nodes)}"
+    return [], "no nvdla device in sysfs or /dev (this module has no DLA, e.g. Nano / Orin Nano)"
 
 
 def jtop_service_state(root: str | Path = "/", run: Runner = run_command) -> dict[str, Any]:

@@ -275,5 +275,20 @@ def test_fault_prefix_matches_the_sweeps():
     assert FAULT_PREFIX == TELEMETRY_FAULT_PREFIX
 
 
+@pytest.mark.parametrize("message, cause", [
+    # the texts jetson-stats' jtop.start() raises (jtop/jtop.py), for the causes the sandbox cannot stage
+    ("Mismatch of Python versions between library and service", "different Python versions"),
+    ("Authentication with jetson-stats server failed", "could not authenticate"),
+    ("Mismatch version jtop service: [6.0.0] and client: [7.2.2]. Please run:\n\nsudo jtop --install-service",
+     "version mismatch"),
+])
+def test_every_jtop_start_error_gets_its_cause_and_a_fix(message: str, cause: str) -> None:
+    from edgebench.telemetry.jtop import INSTALL_HINT, explain_jtop_error
+
+    text = explain_jtop_error(Exception(message))
+    assert cause in text and not text.startswith("jtop failed:")
+    assert "pip3 install -U jetson-stats" in text or INSTALL_HINT in text
+
+
 if __name__ == "__main__" and "--inside" in sys.argv:
     inside_main()

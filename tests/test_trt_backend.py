@@ -376,6 +376,56 @@ def test_placement_fields_only_for_dla_engines() -> None:
     assert "listed no DLA/GPU layer placement" in L.placement_fields(dla_plan, None)["placement_note"]
 
 
+def test_engine_of_another_orin_module_is_rebuilt_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Orin module's CUDA device is named "Orin" (sm 8.7): the board model must tell an AGX Orin engine
+    from an Orin Nano one. TensorRT and CUDA are stood in for (prepare_engine's own logic is under test)."""
+    from edgebench.backends import cuda_buffers
+    from edgebench.backends import trt as trt_mod
+
+    builds: list[str] = []
+
+    def fake_build(plan: L.BuildPlan, timing_cache: Path, calibrator: object) -> dict:
+        builds.append(timing_cache.name)
+        return {"engine": b"engine", "inspector_json": '{"Layers": []}', "log": [], "build_s": 1.0}
+
+    monkeypatch.setattr(cuda_buffers, "open_runtime",
+                        lambda: SimpleNamespace(name="fake", device_identity=lambda: ("Orin", "8.7")))
+    monkeypatch.setattr(trt_mod, "build_engine", fake_build)
+    plan = L.build_plan(cfg("fp16"), artifact(), L.Target("gpu"), ORIN, L.check_options({}))
+    agx, nano = "NVIDIA Jetson AGX Orin Developer Kit", "NVIDIA Jetson Orin Nano Developer Kit"
+    _, first, _ = trt_mod.prepare_engine(plan, artifact(), tmp_path, "10.3.0.30", board=agx)
+    _, again, _ = trt_mod.prepare_engine(plan, artifact(), tmp_path, "10.3.0.30", board=agx)
+    _, other, _ = trt_mod.prepare_engine(plan, artifact(), tmp_path, "10.3.0.30", board=nano)
+    assert (first["cache"], again["cache"], other["cache"]) == ("built", "hit", "built")
+    assert "foreign engine" in other["cache_reason"] and "Orin Nano" in other["cache_reason"]
+    assert len(builds) == 2 and builds[0] != builds[1]  # one timing cache per board too
+
+
+def test_build_logger_keeps_info_and_up_but_not_verbose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """capture_logger against a stand-in for tensorrt's ILogger surface (a subclassed ILogger receives every
+    severity from TensorRT; the DLA/GPU layer listing that parse_build_log reads is INFO)."""
+    import enum
+    import sys
+    import types
+
+    from edgebench.backends.trt import capture_logger
+
+    class ILogger:
+        Severity = enum.Enum("Severity", "INTERNAL_ERROR ERROR WARNING INFO VERBOSE")
+
+        def __init__(self) -> None:
+            pass
+
+    monkeypatch.setitem(sys.modules, "tensorrt", types.SimpleNamespace(ILogger=ILogger))
+    lines: list[str] = []
+    logger = capture_logger(lines)
+    sev = ILogger.Severity
+    for severity, msg in ((sev.VERBOSE, "Tactic: 0x1 Time: 0.1"), (sev.INFO, "[DlaLayer] {ForeignNode[a...b]}"),
+                          (sev.WARNING, "w"), (sev.ERROR, "e")):
+        logger.log(severity, msg)  # type: ignore[arg-type]
+    assert lines == ["[DlaLayer] {ForeignNode[a...b]}", "w", "e"]
+
+
 def test_row_fields_from_engine_facts_fit_the_results_schema() -> None:
     from edgebench.backends.trt import engine_row_info
     from edgebench.report.schema import COLUMN_NAMES
@@ -438,6 +488,22 @@ def test_dla_cores_and_board_from_device_tree(tree: str, model: str, cores: int)
     root = FIXTURES / tree
     assert L.jetson_model(root) == model
     assert L.count_dla_cores(root) == cores
+
+
+@pytest.mark.parametrize("root, cores", [
+    (FIXTURES / "sysfs_xavier", 2),  # /sys/bus/platform/devices/<addr>.nvdlaN
+    (FIXTURES / "sysfs_l4t35", 2),  # /dev/nvhost-nvdlaN
+    (FIXTURES / "sysfs_nano", 0),
+    (FIXTURES.parent / "jetson_root" / "orin_agx_jp6", 2),  # L4T R36: .../bus@0/<addr>.host1x/<addr>.nvdlaN
+    (FIXTURES.parent / "jetson_root" / "xavier_nx_jp512", 2),
+    (FIXTURES.parent / "jetson_root" / "nano_jp461", 0),
+])
+def test_trt_backend_and_system_json_count_the_same_dla_cores(root: Path, cores: int) -> None:
+    """One rule: the count that gates DLA rows is the one doctor / system.json report, on every layout."""
+    from edgebench.jetson import dla_count
+
+    assert L.count_dla_cores(root) == cores
+    assert dla_count(root)["count"] == cores
 
 
 def test_not_a_jetson(tmp_path: Path) -> None:

@@ -65,7 +65,8 @@ class TrtBackend:
                 engines[label] = engines[next(k for k in engines if logic.parse_placement(k) == target)]
                 continue
             plan = logic.build_plan(cfg, model, target, self.env, opts)
-            path, facts, runtime_name = prepare_engine(plan, model, cache.root, str(self.env.trt_version))
+            path, facts, runtime_name = prepare_engine(plan, model, cache.root, str(self.env.trt_version),
+                                                       board=self.env.jetson_model)
             engines[label] = str(path)
             per_target[target.label] = facts
         info = engine_row_info(per_target)
@@ -93,13 +94,18 @@ def engine_row_info(per_target: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"row_fields": row}
 
 
-def prepare_engine(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
-                   version: str) -> tuple[Path, dict[str, Any], str]:
-    """The cached engine for `plan`, built when the cache has no valid one. Returns (path, facts, runtime)."""
+def prepare_engine(plan: logic.BuildPlan, model: ModelArtifact, root: Path, version: str,
+                   board: str | None = None) -> tuple[Path, dict[str, Any], str]:
+    """The cached engine for `plan`, built when the cache has no valid one. Returns (path, facts, runtime).
+
+    On a Jetson the board model joins the CUDA device name in the key: every Orin module (AGX, NX, Nano)
+    reports the device "Orin", sm 8.7, yet their engines are tuned for different GPUs (SM counts, clocks)."""
     from edgebench.backends.cuda_buffers import open_runtime
 
     runtime = open_runtime()
     device_name, cc = runtime.device_identity()
+    if board:
+        device_name = f"{device_name} ({board})"
     key = logic.engine_key(plan, version, device_name, cc)
     engines = EngineCache(root)
     cached = engines.lookup(key)
@@ -136,7 +142,9 @@ def require_tensorrt() -> None:
 
 
 def capture_logger(lines: list[str]) -> tensorrt.ILogger:
-    """A TensorRT logger that keeps every message (INFO and up) in `lines`; warnings also go to our log."""
+    """A TensorRT logger that keeps every message of INFO and up in `lines` (the DLA/GPU layer listing is INFO);
+    VERBOSE is dropped: a subclassed ILogger gets every severity, and a verbose build log runs to many MB.
+    Warnings and errors also go to our log."""
     import tensorrt as trt
 
     class Capture(trt.ILogger):
@@ -144,6 +152,8 @@ def capture_logger(lines: list[str]) -> tensorrt.ILogger:
             trt.ILogger.__init__(self)
 
         def log(self, severity: tensorrt.ILogger.Severity, msg: str) -> None:
+            if severity == trt.ILogger.Severity.VERBOSE:
+                return
             lines.append(msg)
             if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR,
                             trt.ILogger.Severity.WARNING):

@@ -145,22 +145,13 @@ def jetson_model(root: Path | str = "/") -> str | None:
         return "Jetson (model unknown)"
 
 
-_DLA_NODE = re.compile(r"nvdla(\d+)$")
-
-
 def count_dla_cores(root: Path | str = "/") -> int:
-    """DLA cores the kernel exposes: platform devices '<addr>.nvdlaN' (sysfs) or /dev/nvhost-nvdlaN nodes.
+    """DLA cores the kernel exposes, read from files only (no CUDA init): edgebench.jetson.dla_nodes, the
+    rule `edgebench doctor` and system.json use too. NOT YET CHECKED on a real board; prepare() cross-checks
+    with TensorRT's builder.num_DLA_cores, which is authoritative."""
+    from edgebench.jetson import dla_nodes
 
-    Read from files only (no CUDA init). NOT YET CHECKED on a real board; prepare() cross-checks with
-    TensorRT's builder.num_DLA_cores, which is authoritative."""
-    base = Path(root)
-    cores: set[int] = set()
-    for folder, pattern in (("sys/bus/platform/devices", "*nvdla*"), ("dev", "nvhost-nvdla*")):
-        for path in (base / folder).glob(pattern):
-            m = _DLA_NODE.search(path.name)
-            if m:
-                cores.add(int(m.group(1)))
-    return len(cores)
+    return len(dla_nodes(root)[0])
 
 
 def detect_env(root: Path | str = "/") -> TrtEnv:

@@ -70,6 +70,12 @@ def explain_jtop_error(exc: BaseException) -> str:
     if "can't access" in low or isinstance(exc, PermissionError):
         return (f"jtop permission denied on {JTOP_SOCKET} (this user is not in group 'jtop'); fix: "
                 f"sudo usermod -aG jtop $USER and log in again, or run as root [jtop: {text}]")
+    if "mismatch of python versions" in low:
+        return ("jtop client and service run different Python versions (their queues do not interoperate); fix: "
+                f"install jetson-stats for the Python that runs edgebench as well, {INSTALL_HINT} [jtop: {text}]")
+    if "authentication" in low:
+        return ("jtop client could not authenticate with the jtop service (client and service from different "
+                f"jetson-stats installs); fix: {INSTALL_HINT}, or sudo systemctl restart jtop.service [jtop: {text}]")
     if "mismatch version" in low:
         return ("jtop client/service version mismatch; fix: install the same jetson-stats for both, "
                 f"sudo pip3 install -U jetson-stats && sudo systemctl restart jtop.service [jtop: {text}]")
