@@ -438,12 +438,22 @@ def test_row_fields_from_engine_facts_fit_the_results_schema() -> None:
     }
     row = engine_row_info(facts)["row_fields"]
     assert set(row) <= set(COLUMN_NAMES)
-    assert row["dla_fallback_layers"] == "dla0: 2"
+    assert row["dla_fallback_layers"] == "dla0: 2 [SOFTMAX: prob, SHUFFLE: s]"
     assert row["engine_build_s"] == 95.5  # only the engine built now; the cache hit cost nothing
     assert row["engine_cache"] == "dla0: rebuild: foreign engine; gpu: hit: cached engine matches every key field"
     assert row["tensor_core_evidence"] == "gpu engine: 3/4 named tactics"
     hits = engine_row_info({"gpu": {**facts["gpu"]}})["row_fields"]
     assert hits["engine_build_s"] is None and hits["dla_fallback_layers"] is None
+
+
+def test_fallback_list_is_capped_in_the_row_but_counts_every_layer() -> None:
+    from edgebench.backends.trt import FALLBACK_NAMES_MAX, fallback_text
+
+    layers = [f"L{i}" for i in range(FALLBACK_NAMES_MAX + 3)]
+    text = fallback_text("dla1", layers)
+    assert text.startswith(f"dla1: {FALLBACK_NAMES_MAX + 3} [L0, L1,") and text.endswith(", ... (+3)]")
+    assert f"L{FALLBACK_NAMES_MAX}" not in text
+    assert fallback_text("dla0", []) == "dla0: 0"
 
 
 # --------------------------------------------------------------------------- calibration batches

@@ -79,9 +79,19 @@ class TrtBackend:
         return TrtSession(prepared, placement)
 
 
+FALLBACK_NAMES_MAX = 20  # layer names listed per DLA target in the row; the sidecar keeps them all
+
+
+def fallback_text(target: str, layers: list[str]) -> str:
+    """'dla0: 2 [conv_7, softmax]': how many layers of a DLA engine fell back to the GPU, and which."""
+    names = ", ".join(layers[:FALLBACK_NAMES_MAX]) + (f", ... (+{len(layers) - FALLBACK_NAMES_MAX})"
+                                                      if len(layers) > FALLBACK_NAMES_MAX else "")
+    return f"{target}: {len(layers)}" + (f" [{names}]" if layers else "")
+
+
 def engine_row_info(per_target: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Row fields from the engines of one config: DLA fallback layers, build time, cache result, evidence."""
-    fallbacks = [f"{t}: {len(f['gpu_fallback_layers'])}" for t, f in sorted(per_target.items())
+    fallbacks = [fallback_text(t, f["gpu_fallback_layers"]) for t, f in sorted(per_target.items())
                  if f.get("gpu_fallback_layers") is not None]
     builds = [f["build_s"] for f in per_target.values() if f.get("cache") == "built"]
     row = {
