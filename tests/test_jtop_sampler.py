@@ -191,8 +191,10 @@ def test_energy_integrates_power_across_the_change(sandbox):
     assert fields["energy_source"] == "integrated"
     p0, p1 = 5000.0, 15000.0  # mW, VDD_IN before / after
     exact_mj = p0 * (tc - t0) / 1e9 + p1 * (t1 - tc) / 1e9
-    # trapezoids over a step sampled every INTERVAL_S: error <= step * interval / 2 (+ stamping jitter)
-    tolerance_mj = (p1 - p0) * INTERVAL_S / 2 + 0.02 * exact_mj
+    # A tick is stamped with the service's uptime when it computed its stats; its file reads may land up to
+    # one interval away from that stamp on a busy machine (seen on 2 loaded cores: +3.5 J), so the step can
+    # be misplaced by one interval: error <= step * interval (+ 2 % stamping jitter)
+    tolerance_mj = (p1 - p0) * INTERVAL_S + 0.02 * exact_mj
     assert abs(fields["energy_j"] * 1e3 - exact_mj) <= tolerance_mj, (fields["energy_j"], exact_mj)
     assert fields["power_w_max"] == pytest.approx(15.0)
     # jtop's `avg` is never used: a time average of the two plateaus sits between them
@@ -241,10 +243,11 @@ def test_ina3221_and_jtop_agree_on_the_same_rails(sandbox):
             assert abs(jt.values[ch][i] - ina.values[ch][j]) <= 1.0, (ch, jt.values[ch][i], ina.values[ch][j])
         compared += 1
     assert compared >= 5
-    # over the window: within what jtop's coarser grid can miss of the step (10 W x 0.5 s / 2) + 2 %
+    # over the window: within what jtop's coarser grid and tick stamping can misplace of the step
+    # (10 W x one 0.5 s interval, see test_energy_integrates_power_across_the_change) + 2 %
     e_jtop = power_summary(jt, m["t0"], m["t1"])["energy_j"]
     e_ina = power_summary(ina, m["t0"], m["t1"])["energy_j"]
-    assert abs(e_jtop - e_ina) <= 10.0 * INTERVAL_S / 2 + 0.02 * e_ina, (e_jtop, e_ina)
+    assert abs(e_jtop - e_ina) <= 10.0 * INTERVAL_S + 0.02 * e_ina, (e_jtop, e_ina)
 
 
 def test_version_mismatch_is_a_stated_fault_with_the_fix(sandbox):
