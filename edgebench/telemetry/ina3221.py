@@ -20,6 +20,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,18 +104,23 @@ def discover_rails(sysfs_root: str | Path = "/") -> tuple[list[Rail], list[str]]
     return rails, notes
 
 
-def _hwmon_rails(device: str, hw: Path, notes: list[str]) -> list[Rail]:
-    rails = []
-    for item in sorted(hw.iterdir()):
-        m = _HWMON_LABEL.match(item.name)
+def _labelled_channels(folder: Path, pattern: re.Pattern[str], notes: list[str]) -> Iterator[tuple[int, str]]:
+    """(channel number, label) of every label file in `folder` whose name matches `pattern`."""
+    for item in sorted(folder.iterdir()):
+        m = pattern.match(item.name)
         if not m:
             continue
-        k = int(m.group(1))
         try:
             label = _read_text(item)
         except OSError as exc:
             notes.append(f"INA3221 {item}: unreadable label ({exc.strerror or exc}); rail skipped")
             continue
+        yield int(m.group(1)), label
+
+
+def _hwmon_rails(device: str, hw: Path, notes: list[str]) -> list[Rail]:
+    rails = []
+    for k, label in _labelled_channels(hw, _HWMON_LABEL, notes):
         if k == SUM_OF_SHUNTS_CHANNEL or label.upper() == "NC" or not label:
             continue  # not connected / the chip's "sum of shunt voltages" channel
         volt, curr = hw / f"in{k}_input", hw / f"curr{k}_input"
@@ -127,16 +133,7 @@ def _hwmon_rails(device: str, hw: Path, notes: list[str]) -> list[Rail]:
 
 def _iio_rails(device: str, iio: Path, notes: list[str]) -> list[Rail]:
     rails = []
-    for item in sorted(iio.iterdir()):
-        m = _IIO_LABEL.match(item.name)
-        if not m:
-            continue
-        k = int(m.group(1))
-        try:
-            label = _read_text(item)
-        except OSError as exc:
-            notes.append(f"INA3221 {item}: unreadable label ({exc.strerror or exc}); rail skipped")
-            continue
+    for k, label in _labelled_channels(iio, _IIO_LABEL, notes):
         volt, curr, power = (iio / f"in_voltage{k}_input", iio / f"in_current{k}_input", iio / f"in_power{k}_input")
         if power.is_file():
             rails.append(Rail(label, device, volt if volt.is_file() else None, curr if curr.is_file() else None, power))
