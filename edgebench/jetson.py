@@ -307,15 +307,10 @@ def jtop_service_state(root: str | Path = "/", run: Runner = run_command) -> dic
 
 def jetson_info(root: str | Path = "/", run: Runner = run_command) -> dict[str, Any]:
     """Everything above for system.json; values None where unavailable, reasons in 'unavailable'."""
-    unavailable: dict[str, str] = {}
+    from edgebench.system import Facts
 
-    def get(key: str, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except Exception as exc:  # record why, never raise
-            unavailable[key] = _why(exc)
-            return None
-
+    facts = Facts()
+    get, unavailable = facts.get, facts.unavailable
     release = get("l4t", lambda: read_l4t_release(root))
     info: dict[str, Any] = {"is_jetson": is_jetson(root), "l4t": None, "jetpack": None}
     if release is not None:
@@ -336,12 +331,6 @@ def jetson_info(root: str | Path = "/", run: Runner = run_command) -> dict[str, 
     )
     info["unavailable"] = unavailable
     return info
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
-    return str(exc) or type(exc).__name__
 
 
 # --------------------------------------------------------------------------- doctor

@@ -28,14 +28,8 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON-able description of this machine and software; `extra` keys are merged in last."""
     from edgebench import __version__
 
-    unavailable: dict[str, str] = {}
-
-    def get(key: str, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except Exception as exc:  # record why, never raise
-            unavailable[key] = _why(exc)
-            return None
+    facts = Facts()
+    get, unavailable = facts.get, facts.unavailable
 
     info: dict[str, Any] = {
         "edgebench_version": __version__,
@@ -66,6 +60,20 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     if extra:
         info.update(extra)
     return info
+
+
+class Facts:
+    """Gathers facts for system.json: a failing probe gives None and its reason in `unavailable`."""
+
+    def __init__(self) -> None:
+        self.unavailable: dict[str, str] = {}
+
+    def get(self, key: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:  # record why, never raise
+            self.unavailable[key] = _why(exc)
+            return None
 
 
 def _why(exc: BaseException) -> str:
