@@ -126,9 +126,10 @@ class OrtBackend:
             return ("TensorrtExecutionProvider is not in this onnxruntime build "
                     f"(providers: {', '.join(env.ort_providers)}); it needs onnxruntime-gpu with TensorRT")
         for device in set(cfg.placements):
-            if trt_provider_options(device, cfg.precision, "") is None:
+            target = trt_provider_options(device, cfg.precision, "")
+            if target is None:
                 return f"placement {device!r} has no TensorRT target (use cuda:N or dla0/dla1)"
-            if device.startswith("cuda") and provider_for(device)[1]["device_id"] >= max(env.cuda_devices, 1):  # type: ignore[index]
+            if not target[1].get("trt_dla_enable") and target[1]["device_id"] >= max(env.cuda_devices, 1):
                 return f"placement {device!r}: this machine has {env.cuda_devices} CUDA device(s)"
         return libnvinfer_missing_reason()
 

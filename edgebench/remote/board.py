@@ -232,10 +232,7 @@ def attach_board(host: str, opts: RemoteOptions, say: Say, fetch: bool = True) -
     board = Board(host, opts, say)
     result = BoardResult(host)
     try:
-        board.prepare_dir()
-        state = board.read_state()
-        if state.get("status") == "none":
-            raise RemoteError(f"{host}: no sweep was started in {board.abs_dir}")
+        _started_state(board, host)
         state = board.follow(0)
         if not fetch:
             result.state, result.ok = state, state.get("exit_code") == 0
@@ -251,10 +248,7 @@ def fetch_board(host: str, opts: RemoteOptions, say: Say) -> BoardResult:
     board = Board(host, opts, say)
     result = BoardResult(host)
     try:
-        board.prepare_dir()
-        state = board.read_state()
-        if state.get("status") == "none":
-            raise RemoteError(f"{host}: no sweep was started in {board.abs_dir}")
+        state = _started_state(board, host)
         if state.get("status") in ("starting", "running"):
             say("the sweep is still running: fetching the rows written so far")
         return _finish(board, state, result, say)
@@ -274,6 +268,15 @@ def status_board(host: str, opts: RemoteOptions, say: Say) -> BoardResult:
     except RemoteError as exc:
         result.message = str(exc)
     return result
+
+
+def _started_state(board: Board, host: str) -> dict[str, Any]:
+    """The board's sweep state; RemoteError when no sweep was ever started in the remote folder."""
+    board.prepare_dir()
+    state = board.read_state()
+    if state.get("status") == "none":
+        raise RemoteError(f"{host}: no sweep was started in {board.abs_dir}")
+    return state
 
 
 def _finish(board: Board, state: dict[str, Any], result: BoardResult, say: Say) -> BoardResult:
