@@ -212,10 +212,25 @@ def test_type_stubs_alone_do_not_count_as_tensorrt() -> None:
     (cfg("bf16"), ORIN, "trt builds fp32, tf32, fp16, int8 engines"),
     (cfg("fp16", ("cpu",)), ORIN, "placement 'cpu' is not a TensorRT target"),
     (cfg("fp16", fast=True), ORIN, "unknown option(s) fast"),
-    (cfg("int8", int8_calibration="minmax"), ORIN, "int8_calibration='minmax' must be one of explicit, entropy"),
+    (cfg("int8", int8_calibration="minmax"), ORIN, "int8_calibration='minmax' must be one of auto, explicit, entropy"),
     (cfg("fp16", workspace_mib=0), ORIN, "workspace_mib=0 must be a positive integer"),
     (cfg("int8", int8_calibration="entropy"), ORIN, None),
     (cfg("int8", int8_calibration="entropy"), TRT11, "is gone in TensorRT 11.0.0.1"),
+    # explicit Q/DQ INT8 cannot target a DLA below TensorRT 10; auto (the default) takes entropy calibration there
+    (cfg("int8", ("dla0",), int8_calibration="explicit"), XAVIER_86,
+     "int8_calibration: explicit (the Q/DQ ONNX) cannot build for dla0 on TensorRT 8.6.2.3"),
+    (cfg("int8", ("gpu", "dla0")), XAVIER_86, None),
+    (cfg("int8", ("dla0",), int8_calibration="explicit"), ORIN, None),
+    (cfg("int8", ("gpu",), int8_calibration="explicit"), XAVIER_86, None),
+    # TensorRT without DLA: 10.8+ and 11.0-11.4.0; 11.4.1+ on AGX Orin only
+    (cfg("fp16", ("dla0",)), replace(TRT11, jetson_model=ORIN.jetson_model, dla_cores=2),
+     "placement dla0: TensorRT 11.0.0.1 has no DLA support on Jetson"),
+    (cfg("fp16", ("dla0",)), replace(ORIN, trt_version="10.13.0.35"), "10.7 was the last 10.x with DLA"),
+    (cfg("fp16", ("dla0",)), replace(TRT11, trt_version="11.4.1", jetson_model=ORIN.jetson_model, dla_cores=2),
+     None),
+    (cfg("fp16", ("dla0",)), replace(TRT11, trt_version="11.4.1", jetson_model="NVIDIA Jetson Orin NX", dla_cores=2),
+     "supports DLA on Jetson AGX Orin only"),
+    (cfg("fp16", ("gpu",)), replace(TRT11, jetson_model=ORIN.jetson_model, dla_cores=2), None),
 ])
 def test_supports_reasons(run: RunConfig, env: L.TrtEnv, expected: str | None) -> None:
     cuda_devices = 0  # a Jetson's iGPU is not listed in /proc/driver/nvidia/gpus; the Jetson model counts
@@ -252,13 +267,16 @@ def test_backend_supports_uses_its_env_and_the_registry_knows_trt() -> None:
     ("int8", ORIN, L.Target("gpu"), "explicit", "int8-explicit-qdq", "artifact", ("INT8",), False),
     ("int8", ORIN, L.Target("dla", 1), "explicit", "int8-explicit-qdq", "artifact", ("INT8", "FP16"), False),
     ("int8", XAVIER_86, L.Target("gpu"), "entropy", "int8-entropy", "fp32", ("INT8",), False),
+    ("int8", XAVIER_86, L.Target("gpu"), "auto", "int8-explicit-qdq", "artifact", ("INT8",), False),
+    ("int8", XAVIER_86, L.Target("dla", 0), "auto", "int8-entropy", "fp32", ("INT8", "FP16"), False),
+    ("int8", ORIN, L.Target("dla", 0), "auto", "int8-explicit-qdq", "artifact", ("INT8", "FP16"), False),
     ("int8", TRT11, L.Target("gpu"), "explicit", "int8-explicit-qdq-strongly-typed", "artifact", (), True),
 ])
 def test_precision_strategy_per_tensorrt_version(precision: str, env: L.TrtEnv, target: L.Target, calib: str,
                                                  name: str, onnx: str, flags: tuple, typed: bool) -> None:
     s = L.precision_strategy(precision, env, target, calib)
     assert (s.name, s.onnx, s.set_flags, s.strongly_typed) == (name, onnx, flags, typed)
-    assert s.calibrate == (calib == "entropy")
+    assert s.calibrate == (name == "int8-entropy")
     assert s.clear_flags == (("TF32",) if precision == "fp32" else ())
 
 
@@ -267,6 +285,8 @@ def test_strategies_that_this_tensorrt_cannot_do_raise() -> None:
         L.precision_strategy("int8", TRT11, L.Target("gpu"), "entropy")
     with pytest.raises(BackendError, match="neither BuilderFlag.FP16 nor strongly typed"):
         L.precision_strategy("fp16", replace(XAVIER_86, has_fp16_flag=False), L.Target("gpu"), "explicit")
+    with pytest.raises(BackendError, match="explicit quantization on DLA needs TensorRT 10"):
+        L.precision_strategy("int8", XAVIER_86, L.Target("dla", 1), "explicit")
 
 
 def test_build_plan_for_dla_with_fallback_and_static_batch() -> None:
@@ -298,14 +318,63 @@ def test_fp16_builder_flag_builds_from_the_fp32_source_and_keys_differ() -> None
         L.build_plan(cfg("fp16"), no_source, L.Target("gpu"), ORIN, opts)
 
 
-def test_entropy_plan_needs_and_keys_the_calibration_record() -> None:
+def write_onnx(path: Path, batch: int | str) -> str:
+    """A one-node ONNX (Relu) whose input 'input' has batch axis `batch` (an int: fixed; a str: dynamic)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    shape = [batch, 3, 224, 224]
+    graph = helper.make_graph([helper.make_node("Relu", ["input"], ["out"])], "g",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, shape)])
+    onnx.save(helper.make_model(graph), str(path))
+    return str(path)
+
+
+def fp32_source(tmp_path: Path, batch: int | str, **sidecar: object) -> ModelArtifact:
+    src = write_onnx(tmp_path / f"fp32-{batch}.onnx", batch)
+    return replace(artifact("int8", **sidecar), sidecar={"source_fp32": {"path": src, "sha256": "f" * 64}, **sidecar})
+
+
+def test_entropy_plan_needs_and_keys_the_calibration_record(tmp_path: Path) -> None:
     opts = L.check_options({"int8_calibration": "entropy"})
     record = {"source": "synthetic", "seed": 0, "count": 5, "sha256": "c" * 64}
-    plan = L.build_plan(cfg("int8"), artifact("int8", calibration=record), L.Target("gpu"), ORIN, opts)
+    plan = L.build_plan(cfg("int8"), fp32_source(tmp_path, "N", calibration=record), L.Target("gpu"), ORIN, opts)
     assert plan.calibration_batch == 5 and plan.calibration_sha256 == "c" * 64  # min(8, recorded samples)
     assert ("calibration_sha256", "c" * 64) in plan.builder_options()
     with pytest.raises(BackendError, match="needs the recorded calibration set"):
         L.build_plan(cfg("int8"), artifact("int8"), L.Target("gpu"), ORIN, opts)
+
+
+def test_calibration_batch_is_the_fixed_batch_of_the_onnx(tmp_path: Path) -> None:
+    """A fixed-batch ONNX cannot take min(8, count) samples at a time: the calibration profile uses its batch."""
+    opts = L.check_options({"int8_calibration": "entropy"})
+    record = {"source": "synthetic", "seed": 0, "count": 32, "sha256": "c" * 64}
+    fixed = L.build_plan(cfg("int8", batch=2), fp32_source(tmp_path, 2, calibration=record), L.Target("gpu"),
+                         ORIN, opts)
+    dynamic = L.build_plan(cfg("int8", batch=2), fp32_source(tmp_path, "N", calibration=record), L.Target("gpu"),
+                           ORIN, opts)
+    assert (fixed.calibration_batch, dynamic.calibration_batch) == (2, L.CALIBRATION_BATCH)
+    assert L.engine_key(fixed, "10.3", "Orin", "8.7").slot() != L.engine_key(dynamic, "10.3", "Orin", "8.7").slot()
+    assert L.onnx_fixed_batch(write_onnx(tmp_path / "b16.onnx", 16), "input") == 16
+    with pytest.raises(BackendError, match="fewer than the ONNX's fixed batch of 16"):
+        L.calibration_batch_size(16, 10)
+    with pytest.raises(BackendError, match="no input 'x' to calibrate"):
+        L.onnx_fixed_batch(write_onnx(tmp_path / "b1.onnx", 1), "x")
+    with pytest.raises(BackendError, match="cannot read the ONNX"):
+        L.onnx_fixed_batch(str(tmp_path / "missing.onnx"), "input")
+
+
+def test_int8_on_a_dla_below_tensorrt_10_defaults_to_entropy_with_a_note(tmp_path: Path) -> None:
+    record = {"source": "synthetic", "seed": 0, "count": 16, "sha256": "c" * 64}
+    model = fp32_source(tmp_path, "N", calibration=record)
+    opts = L.check_options({})
+    assert opts["int8_calibration"] == "auto"
+    dla = L.build_plan(cfg("int8", ("gpu", "dla0")), model, L.Target("dla", 0), XAVIER_86, opts)
+    gpu = L.build_plan(cfg("int8", ("gpu", "dla0")), model, L.Target("gpu"), XAVIER_86, opts)
+    assert dla.strategy.name == "int8-entropy" and dla.calibration_batch == 8
+    assert any("entropy calibration (auto: TensorRT 8.6.2.3 has no explicit Q/DQ INT8 on DLA)" in n for n in dla.notes)
+    assert gpu.strategy.name == "int8-explicit-qdq" and gpu.onnx_path == model.onnx_path
 
 
 def test_parse_placement_and_version() -> None:
@@ -401,14 +470,15 @@ def test_engine_of_another_orin_module_is_rebuilt_not_loaded(tmp_path: Path, mon
     assert len(builds) == 2 and builds[0] != builds[1]  # one timing cache per board too
 
 
-def test_build_logger_keeps_info_and_up_but_not_verbose(monkeypatch: pytest.MonkeyPatch) -> None:
-    """capture_logger against a stand-in for tensorrt's ILogger surface (a subclassed ILogger receives every
-    severity from TensorRT; the DLA/GPU layer listing that parse_build_log reads is INFO)."""
+def test_one_tensorrt_logger_per_process_and_build_logs_captured_per_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """trt_logger against a stand-in for tensorrt's ILogger surface. TensorRT keeps the first logger a process
+    gives it (later builders/runtimes log to that one), so edgebench makes exactly one and captures each build's
+    INFO+ lines from it (the DLA/GPU layer listing parse_build_log reads is INFO); VERBOSE is dropped."""
     import enum
     import sys
     import types
 
-    from edgebench.backends.trt import capture_logger
+    from edgebench.backends import trt as trt_mod
 
     class ILogger:
         Severity = enum.Enum("Severity", "INTERNAL_ERROR ERROR WARNING INFO VERBOSE")
@@ -417,13 +487,105 @@ def test_build_logger_keeps_info_and_up_but_not_verbose(monkeypatch: pytest.Monk
             pass
 
     monkeypatch.setitem(sys.modules, "tensorrt", types.SimpleNamespace(ILogger=ILogger))
-    lines: list[str] = []
-    logger = capture_logger(lines)
+    monkeypatch.setattr(trt_mod, "_LOGGER", None)
+    logger = trt_mod.trt_logger()
+    assert trt_mod.trt_logger() is logger  # builders, runtimes and sessions all get this one
     sev = ILogger.Severity
-    for severity, msg in ((sev.VERBOSE, "Tactic: 0x1 Time: 0.1"), (sev.INFO, "[DlaLayer] {ForeignNode[a...b]}"),
-                          (sev.WARNING, "w"), (sev.ERROR, "e")):
-        logger.log(severity, msg)  # type: ignore[arg-type]
-    assert lines == ["[DlaLayer] {ForeignNode[a...b]}", "w", "e"]
+    logger.log(sev.INFO, "before any build")  # type: ignore[arg-type]
+    with trt_mod.capture_build_log() as first:
+        for severity, msg in ((sev.VERBOSE, "Tactic: 0x1 Time: 0.1"), (sev.INFO, "[DlaLayer] {ForeignNode[a...b]}"),
+                              (sev.WARNING, "w"), (sev.ERROR, "e")):
+            logger.log(severity, msg)  # type: ignore[arg-type]
+    logger.log(sev.INFO, "between builds")  # type: ignore[arg-type]
+    with trt_mod.capture_build_log() as second:
+        trt_mod.trt_logger().log(sev.INFO, "[GpuLayer] SOFTMAX: prob")  # type: ignore[arg-type]
+    assert first == ["[DlaLayer] {ForeignNode[a...b]}", "w", "e"]
+    assert second == ["[GpuLayer] SOFTMAX: prob"]  # the second build's log is not lost to the first's list
+    assert logger.sink is None  # type: ignore[attr-defined]
+
+
+def test_calibrator_buffer_and_stream_are_freed_after_the_build_even_when_it_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare_engine owns the calibrator's device buffer + stream (StagingBuffer) and frees both once the build
+    is over, built or failed. CUDA and the TensorRT calls are stood in for; the ownership logic is under test."""
+    from edgebench.backends import cuda_buffers
+    from edgebench.backends import trt as trt_mod
+
+    calls: list[tuple] = []
+
+    class Runtime:
+        name = "fake"
+
+        def malloc(self, nbytes: int) -> int:
+            calls.append(("malloc", nbytes))
+            return 0x1000
+
+        def free(self, ptr: int) -> None:
+            calls.append(("free", ptr))
+
+        def stream_create(self) -> str:
+            calls.append(("stream_create",))
+            return "s1"
+
+        def stream_destroy(self, stream: str) -> None:
+            calls.append(("stream_destroy", stream))
+
+        def htod_async(self, ptr: int, host: np.ndarray, stream: str) -> None:
+            calls.append(("htod", ptr, host.nbytes, stream))
+
+        def synchronize(self, stream: str) -> None:
+            calls.append(("sync", stream))
+
+        def device_identity(self) -> tuple[str, str]:
+            return "Orin", "8.7"
+
+    runtime = Runtime()
+    monkeypatch.setattr(cuda_buffers, "open_runtime", lambda: runtime)
+
+    def fake_make_calibrator(plan, model, root, cuda):  # type: ignore[no-untyped-def]
+        staging = cuda_buffers.StagingBuffer(cuda, 8 * 3 * 224 * 224 * 4)
+        return object(), staging
+
+    outcome = {"fail": True}
+
+    def fake_build(plan: L.BuildPlan, timing_cache: Path, calibrator: object) -> dict:
+        assert calls[-1] == ("stream_create",) and calibrator is not None  # the buffer lives during the build
+        if outcome["fail"]:
+            raise BackendError("TensorRT build failed")
+        return {"engine": b"engine", "inspector_json": '{"Layers": []}', "log": [], "build_s": 1.0}
+
+    monkeypatch.setattr(trt_mod, "make_calibrator", fake_make_calibrator)
+    monkeypatch.setattr(trt_mod, "build_engine", fake_build)
+    record = {"source": "synthetic", "seed": 0, "count": 16, "sha256": "c" * 64}
+    model = fp32_source(tmp_path, "N", calibration=record)
+    plan = L.build_plan(cfg("int8"), model, L.Target("gpu"), ORIN, L.check_options({"int8_calibration": "entropy"}))
+    with pytest.raises(BackendError, match="build failed"):
+        trt_mod.prepare_engine(plan, model, tmp_path, "10.3.0.30")
+    assert calls[-2:] == [("free", 0x1000), ("stream_destroy", "s1")]
+    calls.clear()
+    outcome["fail"] = False
+    _, facts, _ = trt_mod.prepare_engine(plan, model, tmp_path, "10.3.0.30")
+    assert facts["cache"] == "built" and calls[-2:] == [("free", 0x1000), ("stream_destroy", "s1")]
+
+
+def test_staging_buffer_uploads_then_frees_once() -> None:
+    from edgebench.backends.cuda_buffers import StagingBuffer
+
+    log: list[str] = []
+    cuda = SimpleNamespace(malloc=lambda n: log.append(f"malloc {n}") or 7, free=lambda p: log.append(f"free {p}"),
+                           stream_create=lambda: log.append("stream") or "s",
+                           stream_destroy=lambda s: log.append(f"destroy {s}"),
+                           htod_async=lambda p, h, s: log.append(f"htod {p} {h.nbytes}"),
+                           synchronize=lambda s: log.append(f"sync {s}"))
+    buf = StagingBuffer(cuda, 64)  # type: ignore[arg-type]
+    assert buf.upload(np.zeros(16, np.float32)) == 7
+    with pytest.raises(BackendError, match="holds 64 bytes, got 128"):
+        buf.upload(np.zeros(32, np.float32))
+    buf.close()
+    buf.close()
+    assert log == ["malloc 64", "stream", "htod 7 64", "sync s", "free 7", "destroy s"]
+    with pytest.raises(BackendError, match="used after close"):
+        buf.upload(np.zeros(4, np.float32))
 
 
 def test_row_fields_from_engine_facts_fit_the_results_schema() -> None:
@@ -438,7 +600,7 @@ def test_row_fields_from_engine_facts_fit_the_results_schema() -> None:
     }
     row = engine_row_info(facts)["row_fields"]
     assert set(row) <= set(COLUMN_NAMES)
-    assert row["dla_fallback_layers"] == "dla0: 2 [SOFTMAX: prob, SHUFFLE: s]"
+    assert row["dla_fallback_layers"] == "dla0: 2 GPU layers [SOFTMAX: prob, SHUFFLE: s]"
     assert row["engine_build_s"] == 95.5  # only the engine built now; the cache hit cost nothing
     assert row["engine_cache"] == "dla0: rebuild: foreign engine; gpu: hit: cached engine matches every key field"
     assert row["tensor_core_evidence"] == "gpu engine: 3/4 named tactics"
@@ -451,9 +613,68 @@ def test_fallback_list_is_capped_in_the_row_but_counts_every_layer() -> None:
 
     layers = [f"L{i}" for i in range(FALLBACK_NAMES_MAX + 3)]
     text = fallback_text("dla1", layers)
-    assert text.startswith(f"dla1: {FALLBACK_NAMES_MAX + 3} [L0, L1,") and text.endswith(", ... (+3)]")
+    assert text.startswith(f"dla1: {FALLBACK_NAMES_MAX + 3} GPU layers [L0, L1,") and text.endswith(", ... (+3)]")
     assert f"L{FALLBACK_NAMES_MAX}" not in text
-    assert fallback_text("dla0", []) == "dla0: 0"
+    assert fallback_text("dla0", []) == "dla0: 0 GPU layers"
+
+
+def test_fallback_column_counts_gpu_layers_and_dla_subgraphs_apart() -> None:
+    """The builder log lists DLA subgraphs ({ForeignNode[first...last]}, one per loadable) but single GPU layers
+    with a type prefix: the row says which is which instead of adding them up as 'layers'."""
+    from edgebench.backends.trt import engine_row_info
+
+    vgg = L.parse_build_log((FIXTURES / "buildlog_trtexec_vgg19_dla_fallback.txt").read_text().splitlines())
+    assert vgg is not None
+    plan = L.build_plan(cfg("fp16", ("dla0",)), artifact(), L.Target("dla", 0), ORIN,
+                        L.check_options({"gpu_fallback": True}))
+    facts = {**L.placement_fields(plan, vgg), "cache": "built", "cache_reason": "built", "build_s": 1.0}
+    row = engine_row_info({"dla0": facts})["row_fields"]
+    assert row["dla_fallback_layers"] == ("dla0: 3 GPU layers [SHUFFLE: shuffle_between_pool5_and_fc6, "
+                                          "CONVOLUTION: fc6, SOFTMAX: prob]; 2 DLA subgraphs")
+    assert [L.gpu_layer_type(x) for x in vgg.gpu] == ["SHUFFLE", "CONVOLUTION", "SOFTMAX"]
+    assert L.gpu_layer_type("{ForeignNode[a...b]}") is None
+    one = engine_row_info({"dla1": {**facts, "gpu_fallback_layers": ["REFORMAT: in_copy", "SOFTMAX: prob"],
+                                    "dla_layers": ["{ForeignNode[a...b]}"]}})["row_fields"]
+    assert one["dla_fallback_layers"] == ("dla1: 2 GPU layers (1 of them REFORMAT) [REFORMAT: in_copy, SOFTMAX: prob]; "
+                                          "1 DLA subgraph")
+
+
+def test_cuda_graph_is_instantiated_with_the_call_cuda_11_and_12_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-python 11.x's cudaGraphInstantiate takes (graph, bufferSize) and returns 4 values; 12.x's takes
+    (graph, flags) and returns 2. cudaGraphInstantiateWithFlags(graph, flags) -> (err, exec) is the same in both
+    (CUDA 11.4+, so JetPack 5). A stand-in with the 11.x surface: capture_graph must work against it."""
+    from edgebench.backends import cuda_buffers
+
+    calls: list[tuple] = []
+    ok = SimpleNamespace(value=0, name="cudaSuccess")
+
+    class Cudart11:
+        cudaStreamCaptureMode = SimpleNamespace(cudaStreamCaptureModeThreadLocal=1)
+
+        def cudaStreamBeginCapture(self, stream, mode):  # type: ignore[no-untyped-def]
+            calls.append(("begin", stream, mode))
+            return (ok,)
+
+        def cudaStreamEndCapture(self, stream):  # type: ignore[no-untyped-def]
+            return (ok, "graph")
+
+        def cudaGraphInstantiate(self, graph, buffer_size):  # type: ignore[no-untyped-def]
+            calls.append(("instantiate", graph, buffer_size))
+            return (ok, "exec", None, b"")  # CUDA 11: exec, error node, log buffer
+
+        def cudaGraphInstantiateWithFlags(self, graph, flags):  # type: ignore[no-untyped-def]
+            calls.append(("with_flags", graph, flags))
+            return (ok, "exec")
+
+        def cudaGraphLaunch(self, graph_exec, stream):  # type: ignore[no-untyped-def]
+            calls.append(("launch", graph_exec, stream))
+            return (ok,)
+
+    monkeypatch.setattr(cuda_buffers, "import_cudart", Cudart11)
+    rt = cuda_buffers.CudartRuntime()
+    graph = rt.capture_graph("s", lambda: calls.append(("enqueue",)))
+    rt.launch_graph(graph, "s")
+    assert calls == [("begin", "s", 1), ("enqueue",), ("with_flags", "graph", 0), ("launch", "exec", "s")]
 
 
 # --------------------------------------------------------------------------- calibration batches

@@ -36,6 +36,40 @@ class CudaRuntime(Protocol):
     def device_identity(self) -> tuple[str, str]: ...
 
 
+class StagingBuffer:
+    """One device buffer and one stream for host -> device uploads (the entropy calibrator's batches).
+    close() frees both, once; the owner calls it when the consumer (TensorRT's build) is done."""
+
+    def __init__(self, cuda: CudaRuntime, nbytes: int) -> None:
+        self.cuda = cuda
+        self.nbytes = int(nbytes)
+        self.ptr: int | None = cuda.malloc(self.nbytes)
+        try:
+            self.stream: Any = cuda.stream_create()
+        except BaseException:
+            cuda.free(self.ptr)
+            self.ptr = None
+            raise
+
+    def upload(self, host: np.ndarray) -> int:
+        """Copy `host` into the buffer and wait; returns the device pointer."""
+        if self.ptr is None:
+            raise BackendError("staging buffer used after close()")
+        if host.nbytes > self.nbytes:
+            raise BackendError(f"staging buffer holds {self.nbytes} bytes, got {host.nbytes}")
+        self.cuda.htod_async(self.ptr, host, self.stream)
+        self.cuda.synchronize(self.stream)
+        return self.ptr
+
+    def close(self) -> None:
+        if self.ptr is not None:
+            ptr, self.ptr = self.ptr, None
+            self.cuda.free(ptr)
+        if self.stream is not None:
+            stream, self.stream = self.stream, None
+            self.cuda.stream_destroy(stream)
+
+
 def import_cudart() -> Any:
     """cuda-python's runtime module: `cuda.bindings.runtime` (cuda-python >= 12.6) or `cuda.cudart` (older)."""
     try:
@@ -101,7 +135,10 @@ class CudartRuntime:
             fn()
         finally:
             graph = check(self.rt.cudaStreamEndCapture(stream), "cudaStreamEndCapture")
-        graph_exec = check(self.rt.cudaGraphInstantiate(graph, 0), "cudaGraphInstantiate")
+        # cudaGraphInstantiateWithFlags(graph, flags) -> (err, exec) has one form in cuda-python 11.x and 12.x;
+        # cudaGraphInstantiate does not: CUDA 11's (graph, bufferSize) -> (err, exec, errorNode, log) became
+        # CUDA 12's (graph, flags) -> (err, exec). JetPack 5 is CUDA 11.4, where WithFlags first appeared.
+        graph_exec = check(self.rt.cudaGraphInstantiateWithFlags(graph, 0), "cudaGraphInstantiateWithFlags")
         return (graph, graph_exec)
 
     def launch_graph(self, graph: Any, stream: Any) -> None:

@@ -9,13 +9,15 @@ precision except `tf32` (the fp32 file with TF32 convolutions/GEMMs allowed) —
 
 Option `ort_provider: tensorrt` runs the same placements through ORT's TensorRT execution provider
 (CUDA EP registered behind it for the nodes TensorRT rejects; 'dla0'/'dla1' placements enable its DLA
-core). onnxruntime-gpu lists TensorrtExecutionProvider even where TensorRT is absent (the provider loads
+core, fp16/int8 only: the EP turns DLA on only with one of them, and then always with GPU fallback). Option keys
+are passed only where the running onnxruntime knows them (TRT_EP_OPTION_SINCE). onnxruntime-gpu lists TensorrtExecutionProvider even where TensorRT is absent (the provider loads
 libnvinfer only when a session is created), so supports() also checks that libnvinfer can be loaded.
 TensorRT engines are cached under <cache>/ort-trt/ (keyed by ORT itself on the model and GPU).
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
@@ -49,12 +51,36 @@ def libnvinfer_missing_reason(names: tuple[str, ...] = LIBNVINFER_NAMES) -> str 
             f"or NVIDIA's TensorRT packages on x86")
 
 
-def trt_provider_options(device: str, precision: str, cache_dir: str) -> tuple[str, dict[str, Any]] | None:
+# The ORT release that introduced each TensorRT EP option edgebench passes. ORT's option parser rejects a key
+# it does not know ("Unknown provider option" / "Invalid TensorRT EP option"), and onnxruntime's Python
+# InferenceSession then falls back to the next providers, so one unknown key turns every `ort_provider: tensorrt`
+# row into a CUDA EP session. Sources: microsoft/onnxruntime PRs #14767/#15113 (timing cache, merged
+# March 2023 -> 1.15) and #17865 (trt_timing_cache_path, merged October 2023 -> 1.17; 1.16.0 shipped in
+# September 2023). The other keys are older than the 1.10 wheels of JetPack 4.6.
+TRT_EP_OPTION_SINCE: dict[str, tuple[int, int]] = {
+    "device_id": (1, 10), "trt_fp16_enable": (1, 10), "trt_int8_enable": (1, 10), "trt_dla_enable": (1, 10),
+    "trt_dla_core": (1, 10), "trt_engine_cache_enable": (1, 10), "trt_engine_cache_path": (1, 10),
+    "trt_timing_cache_enable": (1, 15), "trt_timing_cache_path": (1, 17),
+}
+DLA_PRECISIONS = ("fp16", "int8")  # ORT's TensorRT EP enables DLA only when trt_fp16_enable or trt_int8_enable is on
+EP_DLA_NOTE = ("ORT's TensorRT EP always sets GPU fallback with DLA (layers DLA cannot run go to the GPU, "
+               "unreported)")
+
+
+def ort_version_tuple(version: str | None) -> tuple[int, int]:
+    """'1.16.3' -> (1, 16); unknown -> (0, 0)."""
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def trt_provider_options(device: str, precision: str, cache_dir: str,
+                         ort_version: str | None = None) -> tuple[str, dict[str, Any]] | None:
     """TensorrtExecutionProvider options for a placement and artifact precision; None for no GPU/DLA.
 
     Precision still comes from the artifact: fp16 ONNX enables the builder's FP16 flag (a weakly typed
     network would otherwise pick FP32 kernels), QDQ int8 enables INT8 (explicit quantization, no
-    calibration table); fp32 enables neither, so fp32 stays strict.
+    calibration table); fp32 enables neither, so fp32 stays strict. Keys this onnxruntime (`ort_version`;
+    None = the newest) does not know are left out (TRT_EP_OPTION_SINCE).
     """
     if device.startswith("dla") and device[3:].isdigit():
         opts: dict[str, Any] = {"device_id": 0, "trt_dla_enable": True, "trt_dla_core": int(device[3:])}
@@ -66,6 +92,9 @@ def trt_provider_options(device: str, precision: str, cache_dir: str) -> tuple[s
     opts.update(trt_fp16_enable=precision == "fp16", trt_int8_enable=precision == "int8",
                 trt_engine_cache_enable=True, trt_engine_cache_path=cache_dir,
                 trt_timing_cache_enable=True, trt_timing_cache_path=cache_dir)
+    if ort_version is not None:
+        have = ort_version_tuple(ort_version)
+        opts = {k: v for k, v in opts.items() if have >= TRT_EP_OPTION_SINCE[k]}
     return "TensorrtExecutionProvider", opts
 
 
@@ -125,25 +154,44 @@ class OrtBackend:
         if "TensorrtExecutionProvider" not in env.ort_providers:
             return ("TensorrtExecutionProvider is not in this onnxruntime build "
                     f"(providers: {', '.join(env.ort_providers)}); it needs onnxruntime-gpu with TensorRT")
-        for device in set(cfg.placements):
+        dla = []
+        for device in sorted(set(cfg.placements)):
             target = trt_provider_options(device, cfg.precision, "")
             if target is None:
                 return f"placement {device!r} has no TensorRT target (use cuda:N or dla0/dla1)"
-            if not target[1].get("trt_dla_enable") and target[1]["device_id"] >= max(env.cuda_devices, 1):
+            if target[1].get("trt_dla_enable"):
+                dla.append((device, int(target[1]["trt_dla_core"])))
+            elif target[1]["device_id"] >= max(env.cuda_devices, 1):
                 return f"placement {device!r}: this machine has {env.cuda_devices} CUDA device(s)"
+        if dla and cfg.precision not in DLA_PRECISIONS:
+            return (f"ORT's TensorRT EP enables DLA only with fp16 or int8 (trt_fp16_enable/trt_int8_enable); "
+                    f"{cfg.precision} on {', '.join(d for d, _ in dla)} would silently run on the GPU")
+        if dla:
+            from edgebench.backends.trt_logic import count_dla_cores, jetson_model
+
+            cores = count_dla_cores() if jetson_model() else 0
+            for device, core in dla:
+                if core >= cores:  # the EP would quietly use the GPU (no DLA) or DLA core 0 (core out of range)
+                    return (f"placement {device!r}: this machine has {cores} DLA core(s); ORT's TensorRT EP would "
+                            "not refuse it but run on the GPU or on DLA core 0 instead")
         return libnvinfer_missing_reason()
 
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
         options = dict(cfg.options)
+        info: dict[str, Any] = {"onnx_sha256": model.sha256}
         if options.get("ort_provider") == "tensorrt":
             trt_dir = cache.root / "ort-trt"
             trt_dir.mkdir(parents=True, exist_ok=True)
             options["trt_cache_dir"] = str(trt_dir)
             provider = "TensorrtExecutionProvider"
+            dla = [d for d in cfg.placements if d.startswith("dla")]
+            if dla:
+                provider += f" (DLA: {EP_DLA_NOTE})"
+                info["dla_gpu_fallback"] = "always (set by ORT's TensorRT EP)"
         else:
             provider = "+".join(sorted({provider_for(d)[0] for d in cfg.placements}))  # type: ignore[index]
         return Prepared.for_artifact(self.name, cfg, model, precision=cfg.precision, options=options,
-                                     info={"provider": provider, "onnx_sha256": model.sha256})
+                                     info={"provider": provider, **info})
 
     def open(self, prepared: Prepared, placement: Placement) -> OrtSession:
         return OrtSession(prepared, placement)
@@ -154,7 +202,8 @@ class OrtSession:
         import onnxruntime as ort
 
         if prepared.options.get("ort_provider") == "tensorrt":
-            provider = trt_provider_options(placement.device, prepared.precision, prepared.options["trt_cache_dir"])
+            provider = trt_provider_options(placement.device, prepared.precision, prepared.options["trt_cache_dir"],
+                                            ort_version=ort.__version__)
         else:
             provider = provider_for(placement.device)
             if provider is not None and provider[0] == "CUDAExecutionProvider":

@@ -7,7 +7,8 @@ are typed against the TensorRT 10.13 stubs (tools/typecheck_trt.sh).
 
 Options: gpu_fallback (False; DLA: layers DLA cannot run go to the GPU instead of failing the build),
 int8_calibration ("explicit": the QDQ ONNX; "entropy": IInt8EntropyCalibrator2 on the recorded calibration
-set, TensorRT 8.6/10 only), cuda_graph (False; GPU only: infer() replays one captured enqueue),
+set, TensorRT 8.6/10 only; "auto", the default: explicit, but entropy on a DLA below TensorRT 10, which has no
+explicit quantization on DLA), cuda_graph (False; GPU only: infer() replays one captured enqueue),
 workspace_mib (1024: builder workspace limit).
 Placements: gpu / cuda / cuda:0, dla0 / dla1 (dla = dla0). A config whose instances sit on different targets
 (e.g. gpu + dla0) gets one engine per target; each instance opens the one for its placement.
@@ -16,8 +17,11 @@ Engines are built in the sweep's process (prepare), before any instance starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import tensorrt
 
     from edgebench.artifacts import Artifacts
-    from edgebench.backends.cuda_buffers import CudaRuntime
+    from edgebench.backends.cuda_buffers import CudaRuntime, StagingBuffer
     from edgebench.config import RunConfig
 
 log = logging.getLogger("edgebench.trt")
@@ -82,16 +86,32 @@ class TrtBackend:
 FALLBACK_NAMES_MAX = 20  # layer names listed per DLA target in the row; the sidecar keeps them all
 
 
-def fallback_text(target: str, layers: list[str]) -> str:
-    """'dla0: 2 [conv_7, softmax]': how many layers of a DLA engine fell back to the GPU, and which."""
-    names = ", ".join(layers[:FALLBACK_NAMES_MAX]) + (f", ... (+{len(layers) - FALLBACK_NAMES_MAX})"
-                                                      if len(layers) > FALLBACK_NAMES_MAX else "")
-    return f"{target}: {len(layers)}" + (f" [{names}]" if layers else "")
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def fallback_text(target: str, gpu_layers: list[str], dla_subgraphs: list[str] | None = None) -> str:
+    """'dla0: 2 GPU layers [SOFTMAX: prob, ...]; 1 DLA subgraph' for a DLA engine.
+
+    TensorRT's builder log lists the GPU side layer by layer ('[GpuLayer] TYPE: name', the type prefix kept
+    here; REFORMAT layers are TensorRT's own copies at DLA/GPU boundaries, counted apart) but the DLA side as
+    subgraphs ('[DlaLayer] {ForeignNode[first...last]}', one per DLA loadable, however many layers each holds)."""
+    shown = ", ".join(gpu_layers[:FALLBACK_NAMES_MAX]) + (f", ... (+{len(gpu_layers) - FALLBACK_NAMES_MAX})"
+                                                          if len(gpu_layers) > FALLBACK_NAMES_MAX else "")
+    reformats = sum(1 for x in gpu_layers if logic.gpu_layer_type(x) == "REFORMAT")
+    text = f"{target}: {_plural(len(gpu_layers), 'GPU layer')}"
+    if reformats:
+        text += f" ({reformats} of them REFORMAT)"
+    if gpu_layers:
+        text += f" [{shown}]"
+    if dla_subgraphs is not None:
+        text += f"; {_plural(len(dla_subgraphs), 'DLA subgraph')}"
+    return text
 
 
 def engine_row_info(per_target: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Row fields from the engines of one config: DLA fallback layers, build time, cache result, evidence."""
-    fallbacks = [fallback_text(t, f["gpu_fallback_layers"]) for t, f in sorted(per_target.items())
+    fallbacks = [fallback_text(t, f["gpu_fallback_layers"], f.get("dla_layers")) for t, f in sorted(per_target.items())
                  if f.get("gpu_fallback_layers") is not None]
     builds = [f["build_s"] for f in per_target.values() if f.get("cache") == "built"]
     row = {
@@ -123,10 +143,14 @@ def prepare_engine(plan: logic.BuildPlan, model: ModelArtifact, root: Path, vers
         facts = {**cached.sidecar.get("facts", {}), "cache": "hit", "cache_reason": cached.decision.reason}
         return cached.path, facts, runtime.name
     log.info("%s %s: %s", plan.target.label, plan.precision, cached.decision.reason)
-    calibrator = None
-    if plan.strategy.calibrate:
-        calibrator = make_calibrator(plan, model, root, runtime)
-    built = build_engine(plan, timing_cache_path(root, version, device_name, cc), calibrator)
+    calibrator, staging = None, None
+    try:
+        if plan.strategy.calibrate:
+            calibrator, staging = make_calibrator(plan, model, root, runtime)
+        built = build_engine(plan, timing_cache_path(root, version, device_name, cc), calibrator)
+    finally:
+        if staging is not None:
+            staging.close()  # the calibrator's device buffer and stream: TensorRT is done with them after the build
     layers = logic.parse_inspector_json(built["inspector_json"])
     facts = {
         "strategy": plan.strategy.name, "set_flags": list(plan.set_flags),
@@ -151,20 +175,41 @@ def require_tensorrt() -> None:
         raise BackendError(logic.INSTALL_HINT)
 
 
-def capture_logger(lines: list[str]) -> tensorrt.ILogger:
-    """A TensorRT logger that keeps every message of INFO and up in `lines` (the DLA/GPU layer listing is INFO);
-    VERBOSE is dropped: a subclassed ILogger gets every severity, and a verbose build log runs to many MB.
-    Warnings and errors also go to our log."""
+_LOGGER: tensorrt.ILogger | None = None  # the process's one TensorRT logger (trt_logger())
+_LOGGER_LOCK = threading.Lock()
+_CAPTURE_LOCK = threading.Lock()  # one build log captured at a time
+
+
+def trt_logger() -> tensorrt.ILogger:
+    """The one TensorRT logger of this process, made on first use.
+
+    TensorRT keeps a single logger per process: a Builder or Runtime created later with another logger gets
+    "The logger passed into createInfer... differs from one already provided ... will return the existing
+    value", and its messages keep going to the first one. So every builder and runtime here shares this one;
+    a build collects its log through capture_build_log(). Messages of INFO and up go to the active capture
+    (the DLA/GPU layer listing is INFO); VERBOSE is dropped (a subclassed ILogger gets every severity, and a
+    verbose build log runs to many MB). Warnings and errors also go to our log."""
+    global _LOGGER
+    with _LOGGER_LOCK:
+        if _LOGGER is None:
+            _LOGGER = _make_logger()
+        return _LOGGER
+
+
+def _make_logger() -> tensorrt.ILogger:
     import tensorrt as trt
 
     class Capture(trt.ILogger):
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
+            self.sink: list[str] | None = None
 
         def log(self, severity: tensorrt.ILogger.Severity, msg: str) -> None:
             if severity == trt.ILogger.Severity.VERBOSE:
                 return
-            lines.append(msg)
+            sink = self.sink
+            if sink is not None:
+                sink.append(msg)
             if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR,
                             trt.ILogger.Severity.WARNING):
                 log.warning("TensorRT: %s", msg)
@@ -172,15 +217,33 @@ def capture_logger(lines: list[str]) -> tensorrt.ILogger:
     return Capture()
 
 
+@contextlib.contextmanager
+def capture_build_log() -> Iterator[list[str]]:
+    """The lines the shared TensorRT logger receives while the block runs (one capture at a time)."""
+    logger = trt_logger()
+    lines: list[str] = []
+    with _CAPTURE_LOCK:
+        logger.sink = lines  # type: ignore[attr-defined]
+        try:
+            yield lines
+        finally:
+            logger.sink = None  # type: ignore[attr-defined]
+
+
 def build_engine(plan: logic.BuildPlan, timing_cache: Path,
                  calibrator: tensorrt.IInt8Calibrator | None) -> dict[str, Any]:
     """Parse the ONNX, configure the builder from `plan`, build; returns the engine bytes, inspector JSON,
     captured log lines and build seconds. The timing cache is read before and written after the build."""
     require_tensorrt()
+    with capture_build_log() as lines:
+        return _build_engine(plan, timing_cache, calibrator, lines)
+
+
+def _build_engine(plan: logic.BuildPlan, timing_cache: Path, calibrator: tensorrt.IInt8Calibrator | None,
+                  lines: list[str]) -> dict[str, Any]:
     import tensorrt as trt
 
-    lines: list[str] = []
-    logger = capture_logger(lines)
+    logger = trt_logger()
     builder = trt.Builder(logger)
     flags = 0
     if plan.strategy.strongly_typed:
@@ -240,9 +303,12 @@ def build_engine(plan: logic.BuildPlan, timing_cache: Path,
 
 
 def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
-                    cuda: CudaRuntime) -> tensorrt.IInt8EntropyCalibrator2:
-    """IInt8EntropyCalibrator2 over the recorded calibration set, its table cached per (model, TRT, batch)."""
+                    cuda: CudaRuntime) -> tuple[tensorrt.IInt8EntropyCalibrator2, StagingBuffer]:
+    """IInt8EntropyCalibrator2 over the recorded calibration set, its table cached per (model, TRT, batch),
+    and the device buffer + stream it uploads through (the caller closes them after the build)."""
     import tensorrt as trt
+
+    from edgebench.backends.cuda_buffers import StagingBuffer
 
     record = model.sidecar.get("calibration") or {}
     data = logic.recorded_calibration(record, model.input_shape)
@@ -250,13 +316,11 @@ def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
     cache = calibration_cache_path(root, plan.onnx_sha256, trt.__version__, plan.calibration_batch,
                                    plan.calibration_sha256)
     feed = logic.CalibrationFeed(data, plan.calibration_batch, cache)
-    nbytes = feed.batches[0].nbytes
+    staging = StagingBuffer(cuda, feed.batches[0].nbytes)
 
     class EntropyCalibrator(trt.IInt8EntropyCalibrator2):
         def __init__(self) -> None:
             trt.IInt8EntropyCalibrator2.__init__(self)
-            self.ptr = cuda.malloc(nbytes)
-            self.stream = cuda.stream_create()
 
         def get_batch_size(self) -> int:
             return feed.batch
@@ -265,9 +329,7 @@ def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
             batch = feed.next_batch()
             if batch is None:
                 return []
-            cuda.htod_async(self.ptr, batch, self.stream)
-            cuda.synchronize(self.stream)
-            return [self.ptr]
+            return [staging.upload(batch)]
 
         def read_calibration_cache(self) -> bytes | None:  # None = no cache (TensorRT's docstring)
             return feed.read_cache()
@@ -275,7 +337,7 @@ def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
         def write_calibration_cache(self, cache: Any) -> None:
             feed.write_cache(bytes(memoryview(cache)))
 
-    return EntropyCalibrator()
+    return EntropyCalibrator(), staging
 
 
 def _write_bytes(path: Path, blob: bytes) -> None:
@@ -303,7 +365,7 @@ class TrtSession:
         if target is None or engine_path is None:
             raise BackendError(f"instance {placement.instance}: no engine was prepared for {placement.device!r}")
         self.cuda = open_runtime()
-        self.trt_runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))
+        self.trt_runtime = trt.Runtime(trt_logger())
         if target.dla_core is not None:
             self.trt_runtime.DLA_core = target.dla_core
         self.engine = self.trt_runtime.deserialize_cuda_engine(Path(engine_path).read_bytes())

@@ -32,10 +32,18 @@ if TYPE_CHECKING:  # pragma: no cover
 INSTALL_HINT = "TensorRT not installed (it comes with JetPack: python3-libnvinfer)"
 TRT_PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 DLA_PRECISIONS = ("fp16", "int8")
-INT8_CALIBRATIONS = ("explicit", "entropy")
-OPTION_DEFAULTS: dict[str, Any] = {"gpu_fallback": False, "int8_calibration": "explicit", "cuda_graph": False,
+INT8_CALIBRATIONS = ("auto", "explicit", "entropy")
+OPTION_DEFAULTS: dict[str, Any] = {"gpu_fallback": False, "int8_calibration": "auto", "cuda_graph": False,
                                    "workspace_mib": 1024}
-CALIBRATION_BATCH = 8  # samples per implicit-calibration batch (fewer if the recorded set is smaller)
+CALIBRATION_BATCH = 8  # samples per implicit-calibration batch for a dynamic-batch ONNX (fewer if the set is smaller)
+# TensorRT 8.x cannot build an explicitly quantized (Q/DQ) network for DLA: NVIDIA's own route for a QAT model
+# on Orin's DLA under TensorRT 8.6 is to strip the Q/DQ nodes into a calibration cache (Deep-Learning-Accelerator-SW,
+# scripts/qdq_translator). Below this version, INT8 on a DLA means implicit (entropy) calibration.
+DLA_EXPLICIT_INT8_MIN_TRT = (10,)
+# DLA and TensorRT: NVIDIA's "Working with DLA" (TensorRT 11.4.1): 10.7 was the last 10.x release with DLA;
+# 11.0-11.3 have none; 11.4.0 only on Windows on ARM; 11.4.1+ on Jetson AGX Orin under JetPack 7.2.2+.
+DLA_LAST_10X = (10, 7)
+DLA_BACK_IN_11 = (11, 4, 1)
 
 
 # --------------------------------------------------------------------------- placements and options
@@ -73,7 +81,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
             raise BackendError(f"trt backend: option {key}={out[key]!r} must be true or false")
     if out["int8_calibration"] not in INT8_CALIBRATIONS:
         raise BackendError(f"trt backend: option int8_calibration={out['int8_calibration']!r} must be one of "
-                           f"{', '.join(INT8_CALIBRATIONS)} (explicit = the QDQ ONNX, entropy = IInt8EntropyCalibrator2)")
+                           f"{', '.join(INT8_CALIBRATIONS)} (explicit = the QDQ ONNX, entropy = IInt8EntropyCalibrator2, "
+                           "auto = explicit, except entropy on a DLA below TensorRT 10)")
     ws = out["workspace_mib"]
     if not isinstance(ws, int) or isinstance(ws, bool) or ws < 1:
         raise BackendError(f"trt backend: option workspace_mib={ws!r} must be a positive integer (MiB)")
@@ -110,6 +119,34 @@ class TrtEnv:
     def major(self) -> int:
         v = parse_version(self.trt_version or "")
         return v[0] if v else 0
+
+
+def dla_missing_reason(env: TrtEnv) -> str | None:
+    """Why this TensorRT cannot build DLA engines whatever the board offers (None: it can, or unknown)."""
+    v = parse_version(env.trt_version or "")
+    if not v:
+        return None
+    where = "stay on the TensorRT 10.x of JetPack 6 (10.3) for DLA"
+    if v[0] == 10 and v[:2] > DLA_LAST_10X:
+        return f"TensorRT {env.trt_version} has no DLA support (10.7 was the last 10.x with DLA); {where}"
+    if v[0] == 11 and v < DLA_BACK_IN_11:
+        return (f"TensorRT {env.trt_version} has no DLA support on Jetson (DLA is absent from 11.0-11.3, 11.4.0 has it "
+                f"only on Windows on ARM, 11.4.1 brings it back for AGX Orin on JetPack 7.2.2+); {where}")
+    if v[0] >= 11 and env.jetson_model and "AGX Orin" not in env.jetson_model:
+        return (f"TensorRT {env.trt_version} supports DLA on Jetson AGX Orin only (this is {env.jetson_model}); "
+                f"{where}")
+    return None
+
+
+def int8_calibration_for(requested: str, target: Target, env: TrtEnv) -> str:
+    """The INT8 route a target gets: 'auto' is the explicit Q/DQ ONNX, except on a DLA below TensorRT 10
+    (no explicit quantization on DLA there), where it is entropy calibration."""
+    if requested != "auto":
+        return requested
+    v = parse_version(env.trt_version or "")
+    if target.device_type == "dla" and v and v[:1] < DLA_EXPLICIT_INT8_MIN_TRT:
+        return "entropy"
+    return "explicit"
 
 
 def trt_features(trt: Any) -> dict[str, Any]:
@@ -189,12 +226,20 @@ def supports_reason(cfg: RunConfig, env: TrtEnv, cuda_devices: int) -> str | Non
         return f"DLA is FP16/INT8 only: {cfg.precision} cannot run on {', '.join(t.label for t in dla)}"
     if dla and opts["cuda_graph"]:
         return "cuda_graph is GPU only: a DLA engine is not captured into a CUDA graph"
-    if cfg.precision == "int8" and opts["int8_calibration"] == "entropy" and env.trt_version is not None:
+    routes = {int8_calibration_for(opts["int8_calibration"], t, env) for t in targets}
+    if cfg.precision == "int8" and "entropy" in routes and env.trt_version is not None:
         if env.major >= 11 or not env.has_entropy_calibrator or not env.has_int8_flag:
             return (f"int8_calibration: entropy (implicit INT8, IInt8EntropyCalibrator2) is gone in TensorRT "
                     f"{env.trt_version}; use the explicit QDQ ONNX (int8_calibration: explicit)")
+    if (cfg.precision == "int8" and dla and opts["int8_calibration"] == "explicit" and env.trt_version is not None
+            and parse_version(env.trt_version)[:1] < DLA_EXPLICIT_INT8_MIN_TRT):
+        return (f"int8_calibration: explicit (the Q/DQ ONNX) cannot build for {', '.join(t.label for t in dla)} on "
+                f"TensorRT {env.trt_version}: explicit quantization on DLA needs TensorRT 10; use "
+                "int8_calibration: entropy (or auto, which picks it for DLA targets)")
     if env.missing_reason:
         return env.missing_reason
+    if dla and (why := dla_missing_reason(env)):
+        return f"placement {', '.join(t.label for t in dla)}: {why}"
     for t in dla:
         if env.dla_cores is None:
             return f"placement {t.label}: DLA needs a Jetson with DLA cores (Xavier, Orin AGX/NX); this is not a Jetson"
@@ -224,11 +269,13 @@ def precision_strategy(precision: str, env: TrtEnv, target: Target, int8_calibra
     - fp32: IEEE fp32 (TF32 cleared: TensorRT enables TF32 by default); tf32: TF32 allowed.
     - fp16: BuilderFlag.FP16 on the FP32 ONNX where the flag exists and TensorRT < 11; else a strongly typed
       network from the fp16 ONNX (weights and math in fp16 as the file says).
-    - int8 explicit (default): the QDQ ONNX, BuilderFlag.INT8 where it exists and TensorRT < 11, else strongly
-      typed; int8 entropy: the FP32 ONNX + INT8 flag + IInt8EntropyCalibrator2 (TensorRT 8.6 / 10 only).
+    - int8 explicit: the QDQ ONNX, BuilderFlag.INT8 where it exists and TensorRT < 11, else strongly typed
+      (not on a DLA below TensorRT 10); int8 entropy: the FP32 ONNX + INT8 flag + IInt8EntropyCalibrator2
+      (TensorRT 8.6 / 10 only); auto (default): explicit, or entropy on a DLA below TensorRT 10.
     """
     dla = target.device_type == "dla"
     legacy = env.major < 11
+    int8_calibration = int8_calibration_for(int8_calibration, target, env)
     if precision == "fp32":
         return Strategy("fp32-ieee", "fp32", (), ("TF32",))
     if precision == "tf32":
@@ -245,6 +292,9 @@ def precision_strategy(precision: str, env: TrtEnv, target: Target, int8_calibra
             if not (env.has_int8_flag and env.has_entropy_calibrator and legacy):
                 raise BackendError(f"TensorRT {env.trt_version} has no implicit INT8 calibration")
             return Strategy("int8-entropy", "fp32", ("INT8", *extra), calibrate=True)
+        if dla and parse_version(env.trt_version or "")[:1] < DLA_EXPLICIT_INT8_MIN_TRT:
+            raise BackendError(f"TensorRT {env.trt_version} cannot build the explicit Q/DQ INT8 ONNX for "
+                               f"{target.label} (explicit quantization on DLA needs TensorRT 10)")
         if env.has_int8_flag and legacy:
             return Strategy("int8-explicit-qdq", "artifact", ("INT8", *extra))
         if not env.has_strongly_typed:
@@ -333,13 +383,43 @@ def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv
         if not record.get("sha256") or not record.get("count"):
             raise BackendError(f"{model.onnx_path}: implicit INT8 needs the recorded calibration set "
                                "(the int8 artifact's sidecar has no calibration record)")
-        calib_batch = min(CALIBRATION_BATCH, int(record["count"]))
+        calib_batch = calibration_batch_size(onnx_fixed_batch(path, model.input_name), int(record["count"]))
         calib_sha = str(record["sha256"])
+    if strategy.calibrate and target.device_type == "dla" and options["int8_calibration"] == "auto":
+        notes.append(f"INT8 on {target.label}: entropy calibration (auto: TensorRT {env.trt_version} has no explicit "
+                     "Q/DQ INT8 on DLA)")
     return BuildPlan(onnx_path=path, onnx_sha256=sha, precision=cfg.precision, strategy=strategy,
                      input_name=model.input_name, min_shape=shape, opt_shape=shape, max_shape=shape, target=target,
                      gpu_fallback=bool(options["gpu_fallback"]) and target.device_type == "dla",
                      workspace_mib=int(options["workspace_mib"]), calibration_batch=calib_batch,
                      calibration_sha256=calib_sha, notes=tuple(notes))
+
+
+def onnx_fixed_batch(path: str, input_name: str) -> int | None:
+    """The fixed batch size of input `input_name` in the ONNX at `path`; None when its batch axis is dynamic."""
+    import onnx
+
+    try:
+        proto = onnx.load(path, load_external_data=False)
+    except Exception as exc:  # OSError, DecodeError, ...
+        raise BackendError(f"{path}: cannot read the ONNX to size the calibration batch "
+                           f"({type(exc).__name__}: {exc})") from None
+    for inp in proto.graph.input:
+        if inp.name == input_name:
+            dims = inp.type.tensor_type.shape.dim
+            first = dims[0] if len(dims) else None
+            return int(first.dim_value) if first is not None and first.HasField("dim_value") else None
+    raise BackendError(f"{path}: no input {input_name!r} to calibrate")
+
+
+def calibration_batch_size(fixed_batch: int | None, count: int) -> int:
+    """Samples per calibration batch: the ONNX's own batch when it is fixed (TensorRT cannot run another
+    batch through it), else min(CALIBRATION_BATCH, count)."""
+    if fixed_batch is None:
+        return min(CALIBRATION_BATCH, count)
+    if count < fixed_batch:
+        raise BackendError(f"calibration set has {count} samples, fewer than the ONNX's fixed batch of {fixed_batch}")
+    return fixed_batch
 
 
 # --------------------------------------------------------------------------- what TensorRT reports back
@@ -425,10 +505,21 @@ _ENTRY = re.compile(r"\[(Dla|Gpu)Layer\]\s*(.*?)[,\s]*$")
 
 @dataclass(frozen=True)
 class LayerPlacement:
-    """Which layers the builder put on DLA and which fell back to the GPU (from its INFO log)."""
+    """What the builder put on DLA and what fell back to the GPU (from its INFO log). Not alike: `dla` holds
+    DLA subgraphs ('{ForeignNode[first...last]}', one per DLA loadable, each any number of layers), `gpu`
+    holds single layers with TensorRT's layer type in front ('SOFTMAX: prob', 'REFORMAT: ...')."""
 
     dla: tuple[str, ...]
     gpu: tuple[str, ...]
+
+
+_GPU_TYPE = re.compile(r"([A-Z][A-Z0-9_]*): ")
+
+
+def gpu_layer_type(entry: str) -> str | None:
+    """'SOFTMAX: prob' -> 'SOFTMAX': the type prefix of a '[GpuLayer] TYPE: name' entry; None without one."""
+    m = _GPU_TYPE.match(entry)
+    return m.group(1) if m else None
 
 
 def parse_build_log(lines: list[str]) -> LayerPlacement | None:

@@ -94,7 +94,9 @@ COLUMNS: list[Column] = [
     Column("options", "", "backend options of the row, e.g. cuda_graph=True;channels_last=True"),
     # --- TensorRT engines (trt backend)
     Column("dla_fallback_layers", "layers",
-           "per DLA target, layers the TensorRT builder put on the GPU instead (gpu_fallback), e.g. 'dla0: 2'"),
+           "per DLA target: GPU layers the TensorRT builder put on the GPU instead (gpu_fallback; 'TYPE: name', "
+           "REFORMAT copies counted apart) and how many DLA subgraphs the rest became (one per DLA loadable, "
+           "not layers), e.g. 'dla0: 1 GPU layer [SOFTMAX: prob]; 1 DLA subgraph'"),
     Column("engine_build_s", "s", "seconds TensorRT spent building this row's engines (empty when all came from the cache)"),
     Column("engine_cache", "", "per target: engine cache hit, or why it was built/rebuilt (stale, foreign, corrupt)"),
     # --- artifacts

@@ -14,6 +14,12 @@ differs too, and that is the usual source of confusion when power figures are co
   unknown rail set                      VIN / POM_5V_IN / VDD_IN if present,    yes if such a rail
                                         else the sum of all rails               exists, else no
 
+Only power monitors count (INA3221 rails; Thor's INA238 "VIN"): jetson-stats 4.2+ also lists the sensors of
+/sys/class/power_supply (e.g. a USB-C supply) among its rails and, lacking an input rail, in its summed `tot`;
+those are kept as rail_*_mw channels but never enter power_total_mw (power_supply_rails() names them).
+jtop's own `tot` is the first of POM_5V_IN / VDD_IN among its sorted rails (jetson-stats 4.2.x to 7.2.0,
+jtop/core/power.py total_power); 7.2.2 looks for VIN (Thor's INA238) before those.
+
 Domain channels are named for what the rail really feeds: AGX Orin's VDD_GPU_SOC is GPU *and* SOC,
 so it becomes power_gpu_soc_mw, never power_gpu_mw. Unknown rails stay per-rail channels only.
 """
@@ -23,8 +29,21 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
-INPUT_RAILS = ("VIN", "POM_5V_IN", "VDD_IN")  # board/module input rails, in jtop's order of preference
+INPUT_RAILS = ("VIN", "POM_5V_IN", "VDD_IN")  # board/module input rails; a carrier-board input (VIN) first
+POWER_SUPPLY_DIR = "sys/class/power_supply"
+UCSI_PREFIX = "ucsi-source-psy-"  # jetson-stats 4.2-7.2.0 strips it from the rail name; 7.2.2 skips UCSI entries
+
+
+def power_supply_rails(root: str | Path = "/") -> frozenset[str]:
+    """The rail names jtop gives the /sys/class/power_supply sensors it adds to its power dict (the folder
+    name, and the name without UCSI_PREFIX): not power monitors, so never part of a total."""
+    try:
+        names = [p.name for p in (Path(root) / POWER_SUPPLY_DIR).iterdir()]
+    except OSError:
+        return frozenset()
+    return frozenset(names) | frozenset(n.removeprefix(UCSI_PREFIX) for n in names)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,13 @@
 The jtop service reads the board on its own timer; every client gets each tick. This sampler
 attaches an observer to a `jtop(interval=...)` client and records every tick once:
 
-  power_total_mw, power_<domain>_mw   from the rails as jetson_rails maps this board (the note says
-                                      which rail(s) make the total and whether it is the board input)
+  power_total_mw, power_<domain>_mw   from the power-monitor rails as jetson_rails maps this board (the
+                                      note says which rail(s) make the total and whether it is the board
+                                      input); /sys/class/power_supply sensors that jtop 4.2+ lists among
+                                      its rails (a USB-C supply, ...) never count, with a note
   rail_<NAME>_mw                      every rail jtop reports (its `tot` rail included by name)
-  power_jtop_tot_mw                   jtop's own `tot` (VDD_IN/POM_5V_IN/VIN, else its sum of rails)
+  power_jtop_tot_mw                   jtop's own `tot`: POM_5V_IN or VDD_IN (jetson-stats 4.2-7.2.0; 7.2.2
+                                      tries Thor's VIN first), else its sum of ALL its rails, supplies too
   gpu_util_pct, gpu_freq_mhz          first GPU: sysfs load / 10, current devfreq frequency
   emc_util_pct, emc_freq_mhz          memory controller, where the board exposes it
   temp_<zone>_c                       every online thermal zone
@@ -38,7 +41,7 @@ import time
 from typing import Any
 
 from edgebench.telemetry.base import Channel, Timeline
-from edgebench.telemetry.jetson_rails import RailMap, rail_channel, rail_map
+from edgebench.telemetry.jetson_rails import RailMap, power_supply_rails, rail_channel, rail_map
 
 FAULT_PREFIX = "telemetry: "  # a note starting so makes the row invalid (see edgebench.sweep.telemetry_faults)
 MIN_INTERVAL_S = 0.5
@@ -117,9 +120,12 @@ class JtopSampler:
 
     name = "jtop"
 
-    def __init__(self, interval_s: float = MIN_INTERVAL_S, min_interval_s: float = MIN_INTERVAL_S) -> None:
+    def __init__(self, interval_s: float = MIN_INTERVAL_S, min_interval_s: float = MIN_INTERVAL_S,
+                 sysfs_root: str | os.PathLike[str] = "/") -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        self.sysfs_root = sysfs_root
+        self._supplies: frozenset[str] = frozenset()
         self.interval_requested_s = float(interval_s)
         self.min_interval_s = float(min_interval_s)
         self.device_info: dict[str, Any] = {}
@@ -155,6 +161,7 @@ class JtopSampler:
         except ImportError as exc:
             tl.notes.append(f"{FAULT_PREFIX}jtop client not importable ({exc}); fix: pip install jetson-stats")
             return
+        self._supplies = power_supply_rails(self.sysfs_root)  # the jtop service reads the same /sys
         if hasattr(time, "CLOCK_BOOTTIME"):
             self._offset_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - time.monotonic_ns()
         client = jtop(interval=ask)
@@ -258,15 +265,22 @@ class JtopSampler:
         tot = power.get("tot") or {}
         if "name" in tot and "power" in tot:
             rails[tot["name"]] = float(tot["power"])
-        if self._rails is None and rails:
-            self._rails = rail_map(list(rails))
+        monitors = {n: v for n, v in rails.items() if n not in self._supplies}
+        if self._rails is None and monitors:
+            self._rails = rail_map(list(monitors))
             tl.notes.append(f"jtop {self._rails.note}")
+            supplies = sorted(set(rails) - set(monitors))
+            if supplies:
+                tl.notes.append(
+                    f"jtop also lists {', '.join(supplies)} from /sys/class/power_supply (not a power-monitor rail): "
+                    "kept as rail_*_mw, left out of power_total_mw"
+                    + ("" if "name" in tot else "; jtop's own tot (power_jtop_tot_mw) is a sum that includes it"))
         if "power" in tot:
             self._put(tl, sample, "power_jtop_tot_mw", "mW", tot["power"])
         for n, v in rails.items():
             self._put(tl, sample, rail_channel(n), "mW", v)
         if self._rails is not None:
-            for ch, v in self._rails.derive(rails).items():
+            for ch, v in self._rails.derive(monitors).items():
                 self._put(tl, sample, ch, "mW", v)
 
     def _modes(self, client: Any, tl: Timeline, sample: dict[str, float]) -> None:
@@ -343,9 +357,10 @@ class JtopSampler:
             pass
 
 
-def make_jtop_sampler(interval_s: float, sysfs_root: object = "/") -> JtopSampler:
-    """Registry factory. sysfs_root is not used: the jtop client always talks to /run/jtop.sock."""
-    return JtopSampler(interval_s=interval_s)
+def make_jtop_sampler(interval_s: float, sysfs_root: str | os.PathLike[str] = "/") -> JtopSampler:
+    """Registry factory. The jtop client always talks to /run/jtop.sock; sysfs_root is where the sampler
+    looks up which of jtop's rails are /sys/class/power_supply sensors."""
+    return JtopSampler(interval_s=interval_s, sysfs_root=sysfs_root)
 
 
 def jtop_missing(sysfs_root: object = "/") -> str | None:
