@@ -199,6 +199,16 @@ class FakeJetson:
         if ma is not None:
             write(d / f"curr{k}_input", ma)
 
+    def add_power_supply(self, name: str, microvolt: int, microamp: int, kind: str = "USB") -> None:
+        """A /sys/class/power_supply sensor (e.g. a USB-C input) as jetson-stats 4.2+ finds and lists among its
+        rails; call before start_service (the service looks for sensors once). Units as the kernel's: uV, uA."""
+        d = Path("/sys/class/power_supply") / name
+        for f, v in (("type", kind), ("online", 1), ("voltage_now", microvolt), ("current_now", microamp)):
+            write(d / f, v)
+        if not Path("/fake_sys/class/power_supply").exists():
+            Path("/fake_sys/class").mkdir(parents=True, exist_ok=True)
+            os.symlink("/sys/class/power_supply", "/fake_sys/class/power_supply")  # JTOP_TESTING reads /fake_sys
+
     def set_gpu(self, load_pct: float, jetson_clocks: bool = False) -> None:
         write(self.GPU / "load", int(load_pct * 10))  # sysfs load is in per mille
         freq = self.GPU / "devfreq/17000000.gpu"

@@ -28,6 +28,7 @@ PHASE_S = 2.0  # seconds before and after the mid-run change
 # Rails written inside the sandbox: (label, mV, mA) before and after the change at t_change.
 BEFORE = {"VDD_IN": (5000, 1000), "VDD_CPU_GPU_CV": (5064, 312), "VDD_SOC": (5064, 280)}
 AFTER = {"VDD_IN": (5000, 3000), "VDD_CPU_GPU_CV": (5064, 1500), "VDD_SOC": (5064, 280)}
+USB_C, USB_C_UV_UA = "usb-c-input", (20_000_000, 1_500_000)  # a /sys/class/power_supply sensor: 20 V, 1.5 A
 
 
 # ---------------------------------------------------------------------------------------------- inside
@@ -59,6 +60,7 @@ def inside_main() -> None:
     for label, (mv, ma) in BEFORE.items():
         fj.set_rail(label, mv, ma)
     fj.set_gpu(load_pct=10.0)
+    fj.add_power_supply(USB_C, *USB_C_UV_UA)  # jtop lists it among its rails; it is no power monitor
     fj.start_service()
     out["availability_running"] = sampler_availability("/")["jtop"]
 
@@ -175,6 +177,10 @@ def test_power_total_is_what_the_written_rails_imply(sandbox):
     assert tl.values["power_cpu_gpu_cv_mw"][after[-1]] == pytest.approx(cv1, abs=1.0)  # jtop truncates to int
     assert tl.values["rail_VDD_IN_mw"][after[-1]] == vin1 == tl.values["power_jtop_tot_mw"][after[-1]]
     assert any("power_total_mw = VDD_IN (the measured module/board input)" in n for n in tl.notes)
+    # the real service lists the power_supply sensor as a rail: kept as a channel, named in a note, not in totals
+    usb = [v for v in tl.values.get("rail_usb_c_input_mw", []) if not math.isnan(v)]
+    assert usb and set(usb) == {30000.0}, usb  # jtop: uV * uA -> mW
+    assert any(n.startswith(f"jtop also lists {USB_C} from /sys/class/power_supply") for n in tl.notes), tl.notes
     # samples are ~one interval apart: each service tick recorded once
     gaps = [(b - a) / 1e9 for a, b in zip(tl.t_ns, tl.t_ns[1:])]
     assert all(0.3 < g < 1.1 for g in gaps), gaps
@@ -269,6 +275,49 @@ def test_service_killed_mid_window_keeps_samples_and_invalidates_the_row(sandbox
     assert len(faults) == 1 and "lost connection" in faults[0] and "journalctl -u jtop" in faults[0]
     fields = power_summary(tl, k["t0"], k["t1"])
     assert fields["energy_j"] is None and fields["energy_source"].startswith("none: jtop timeline does not span")
+
+
+def _jtop_42_power(rails_mw: dict[str, int], supplies_mw: dict[str, int], tot_name: str | None) -> dict[str, Any]:
+    """client.power as jetson-stats 4.2.x builds it (jtop/core/power.py): INA3221 rails carry volt/curr/warn/crit,
+    /sys/class/power_supply sensors volt/curr/online(/status); `tot` is POM_5V_IN or VDD_IN taken out of the
+    rails, else the sum of ALL rails (supplies included), without a name."""
+    rail = {n: {"volt": 5000, "curr": p // 5, "warn": 32760, "crit": 32760, "power": p, "online": True, "avg": p}
+            for n, p in rails_mw.items()}
+    rail.update({n: {"volt": 20000, "curr": p // 20, "online": True, "status": "Charging", "power": p, "avg": p}
+                 for n, p in supplies_mw.items()})
+    if tot_name:
+        tot = {**rail.pop(tot_name), "name": tot_name}
+    else:
+        tot = {"power": sum(r["power"] for r in rail.values()), "avg": sum(r["avg"] for r in rail.values())}
+    return {"rail": rail, "tot": tot}
+
+
+@pytest.mark.parametrize("rails, tot_name, total, jtop_tot", [
+    # an unknown rail set without an input rail: the sum of the monitor rails, not of the USB-C supply too
+    ({"VDD_A": 4000, "VDD_B": 3000}, None, 7000.0, 37000.0),
+    # AGX Orin: a sum of its rails (board map), jtop's own tot includes the supply
+    ({"VDD_GPU_SOC": 6000, "VDD_CPU_CV": 2000, "VIN_SYS_5V0": 3000, "VDDQ_VDD2_1V8AO": 500}, None, 11500.0, 41500.0),
+    # Orin NX: VDD_IN is the total for both
+    ({"VDD_IN": 9000, "VDD_CPU_GPU_CV": 3000, "VDD_SOC": 2000}, "VDD_IN", 9000.0, 9000.0),
+])
+def test_power_supply_sensors_never_enter_the_total(tmp_path: Path, rails: dict, tot_name: str | None, total: float,
+                                                    jtop_tot: float) -> None:
+    from edgebench.telemetry.jetson_rails import power_supply_rails
+    from edgebench.telemetry.jtop import JtopSampler
+
+    (tmp_path / "sys/class/power_supply/ucsi-source-psy-USBC000:001").mkdir(parents=True)
+    supplies = power_supply_rails(tmp_path)
+    assert "USBC000:001" in supplies  # jetson-stats 4.2-7.2.0 strip the UCSI prefix from the rail name
+    s = JtopSampler(0.5, sysfs_root=tmp_path)
+    s._timeline, s._supplies = Timeline("jtop"), supplies
+    sample: dict[str, float] = {}
+    s._power(_jtop_42_power(rails, {"USBC000:001": 30000}, tot_name), sample)
+    assert sample["power_total_mw"] == total
+    assert sample["power_jtop_tot_mw"] == jtop_tot
+    assert sample["rail_USBC000_001_mw"] == 30000.0
+    note = [n for n in s._timeline.notes if n.startswith("jtop also lists USBC000:001")]
+    assert len(note) == 1 and ("a sum that includes it" in note[0]) == (tot_name is None)
+    assert power_supply_rails(tmp_path / "nowhere") == frozenset()
 
 
 def test_fault_prefix_matches_the_sweeps():
