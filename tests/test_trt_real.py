@@ -139,7 +139,9 @@ def test_dla_count_matches_tensorrt() -> None:
         pytest.skip("not a Jetson: no DLA to count")
     import tensorrt as trt
 
-    builder = trt.Builder(trt.Logger(trt.Logger.WARNING))
+    from edgebench.backends.trt import trt_logger
+
+    builder = trt.Builder(trt_logger())
     assert trt_logic.count_dla_cores("/") == builder.num_DLA_cores
 
 
@@ -152,4 +154,51 @@ def test_dla_engine_runs_and_reports_fallbacks(models: ModelCache, precision: st
     check(precision, out, ref)
     engine = info["engines"]["dla0"]
     assert engine["dla_layers"], engine  # the builder log listed what runs on the DLA
-    assert info["row_fields"]["dla_fallback_layers"] == f"dla0: {len(engine['gpu_fallback_layers'])}"
+    assert all(x.startswith("{ForeignNode[") for x in engine["dla_layers"]), engine  # subgraphs, not layers
+    assert all(trt_logic.gpu_layer_type(x) for x in engine["gpu_fallback_layers"]), engine  # 'TYPE: name'
+    text = info["row_fields"]["dla_fallback_layers"]
+    assert text.startswith(f"dla0: {len(engine['gpu_fallback_layers'])} GPU layer")
+    assert text.endswith(f"{len(engine['dla_layers'])} DLA subgraph" + ("" if len(engine["dla_layers"]) == 1 else "s"))
+    if precision == "int8" and trt_logic.parse_version(ENV.trt_version or "")[:1] < (10,):
+        assert engine["strategy"] == "int8-entropy"  # auto: no explicit Q/DQ INT8 on DLA below TensorRT 10
+
+
+def test_every_build_in_a_process_gets_its_own_log(models: ModelCache) -> None:
+    """One TensorRT logger per process: a second engine built after the first must still have a captured log
+    (with a logger per build, TensorRT kept logging to the first one and later logs came back empty)."""
+    from edgebench.backends import trt as trt_mod
+
+    spec = load_model_spec("tiny_cnn")
+    model = models.variant(spec, "fp16")
+    logs = []
+    for batch in (1, 2):
+        cfg = RunConfig(model="tiny_cnn", backend="trt", precision="fp16", batch=batch, placements=("gpu",))
+        plan = trt_logic.build_plan(cfg, model, trt_logic.Target("gpu"), ENV, trt_logic.check_options({}))
+        built = trt_mod.build_engine(plan, models.artifacts.root / "timing-test.cache", None)
+        logs.append(built["log"])
+    assert logs[0] and logs[1], [len(x) for x in logs]
+    assert trt_mod.trt_logger() is trt_mod.trt_logger()
+
+
+def test_entropy_calibration_of_a_fixed_batch_onnx(models: ModelCache, tmp_path: Path) -> None:
+    """A fixed-batch ONNX is calibrated at its own batch (the calibration profile cannot take 8 samples)."""
+    from dataclasses import replace
+
+    import onnx
+
+    spec = load_model_spec("tiny_cnn")
+    int8 = models.variant(spec, "int8")
+    src = onnx.load(str(models.fp32(spec).path))
+    src.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2  # fix the batch axis at 2
+    for out in src.graph.output:
+        out.type.tensor_type.shape.dim[0].dim_value = 2
+    fixed = tmp_path / "tiny_cnn_b2.onnx"
+    onnx.save(src, str(fixed))
+    side = {**int8.sidecar, "source_fp32": {"path": str(fixed), "sha256": "b2" * 32}}
+    model = replace(int8, sidecar=side)
+    cfg = RunConfig(model="tiny_cnn", backend="trt", precision="int8", batch=2, placements=("gpu",),
+                    options=(("int8_calibration", "entropy"),))
+    prepared = TrtBackend().prepare(cfg, model, models.artifacts)
+    assert prepared.info["engines"]["gpu"]["strategy"] == "int8-entropy"
+    plan = trt_logic.build_plan(cfg, model, trt_logic.Target("gpu"), ENV, trt_logic.check_options(dict(cfg.options)))
+    assert plan.calibration_batch == 2
