@@ -24,6 +24,43 @@ def _csv_list(kind: type) -> Any:
     return parse
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_list(text: str) -> list[int]:
+    values = _csv_list(int)(text)
+    bad = [v for v in values if v < 1]
+    if bad or not values:
+        raise argparse.ArgumentTypeError(f"every value must be >= 1, got {text!r}")
+    return values
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+# exit status of bench/run with --strict when some rows failed or are invalid (documented in README)
+EXIT_PARTIAL = 3
+# bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
+RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
+                    "repeats", "out")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="edgebench",
@@ -33,18 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     b = sub.add_parser("bench", help="run a device profile's sweep and write runs/<run-id>/results.csv")
-    b.add_argument("--device", default="host", help="profile name or path (see `edgebench profiles`)")
+    b.add_argument("--device", help="profile name or path (see `edgebench profiles`; default host)")
     b.add_argument("--models", type=_csv_list(str), help="comma-separated model names (override the profile)")
     b.add_argument("--precisions", type=_csv_list(str), help="e.g. fp32,fp16,int8")
-    b.add_argument("--batches", type=_csv_list(int), help="e.g. 1,8")
-    b.add_argument("--instances", type=_csv_list(int), help="e.g. 1,2")
+    b.add_argument("--batches", type=_positive_list, help="e.g. 1,8")
+    b.add_argument("--instances", type=_positive_list, help="e.g. 1,2")
     b.add_argument("--backends", type=_csv_list(str), help="e.g. ort,null")
     b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
-    b.add_argument("--duration", type=float, help="minimum measured window in seconds")
-    b.add_argument("--repeats", type=int, help="measure every configuration this many times")
-    b.add_argument("--out", default=DEFAULT_OUT, help="folder the run folder is created in (default runs/)")
-    b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep; rows already valid are kept")
-    b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit")
+    b.add_argument("--duration", type=_seconds, help="minimum measured window in seconds")
+    b.add_argument("--repeats", type=_positive_int, help="measure every configuration this many times")
+    b.add_argument("--out", help="folder the run folder is created in (default runs/)")
+    b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep with the plan saved in RUN_DIR; "
+                   "rows already valid are kept (plan options such as --batches are refused with it)")
+    b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit "
+                   "(with --resume: which rows are done and which would run)")
+    b.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_PARTIAL} when any row failed or is invalid (default: 0 when anything was measured)")
 
     r = sub.add_parser("run", help="measure one configuration")
     src = r.add_mutually_exclusive_group(required=True)
@@ -52,13 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--onnx", help="path of an ONNX file exported elsewhere")
     r.add_argument("--backend", default="ort")
     r.add_argument("--precision", default="fp32")
-    r.add_argument("--batch", type=int, default=1)
-    r.add_argument("--instances", type=int, default=1)
+    r.add_argument("--batch", type=_positive_int, default=1)
+    r.add_argument("--instances", type=_positive_int, default=1)
     r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
     r.add_argument("--mode", choices=["process", "streams"], default="process")
-    r.add_argument("--duration", type=float, help="minimum measured window in seconds")
+    r.add_argument("--duration", type=_seconds, help="minimum measured window in seconds")
     r.add_argument("--device", default="host", help="profile whose run/telemetry settings apply")
     r.add_argument("--out", default=DEFAULT_OUT)
+    r.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_PARTIAL} when the row failed or is invalid (default: 0 when it was measured)")
 
     e = sub.add_parser("export", help="export a model to ONNX (cached) and print where it is")
     e.add_argument("--model", required=True)
@@ -103,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
-        print("edgebench: interrupted; rows written so far are kept (resume with --resume RUN_DIR)", file=sys.stderr)
+        run_dir = getattr(args, "run_dir", None)
+        if run_dir is None:
+            print("edgebench: interrupted before a run folder was created", file=sys.stderr)
+        else:
+            print(f"edgebench: interrupted; rows written so far are kept in {run_dir} "
+                  f"(resume with: edgebench bench --resume {run_dir})", file=sys.stderr)
         return 130
 
 
@@ -136,23 +184,53 @@ def _apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
     return profile.with_overrides("run", repeats=args.repeats)
 
 
-def _start_run_dir(profile: Any, out: str, run_id: str) -> tuple[Path, Any]:
+def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
     import yaml
 
     from edgebench.artifacts import write_json_atomic
+    from edgebench.errors import EdgebenchError
+    from edgebench.report.rundir import create_run_dir
+    from edgebench.report.runlock import RunLock
     from edgebench.report.store import ResultsStore
     from edgebench.system import collect_system_info
 
-    run_dir = Path(out) / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir = create_run_dir(out, run_id)  # unique even for two sweeps started in the same second
+    args.run_lock = RunLock(run_dir).acquire()  # released by _sweep when the sweep ends, however it ends
+    args.run_dir = run_dir
     resolved = {k: v for k, v in profile.to_dict().items() if k != "source"}  # a loadable profile file
-    (run_dir / "profile.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
-    write_json_atomic(run_dir / "system.json", collect_system_info({"profile": profile.name, "run_id": run_id}))
+    try:
+        (run_dir / "profile.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+        write_json_atomic(run_dir / "system.json",
+                          collect_system_info({"profile": profile.name, "run_id": run_dir.name}))
+    except OSError as exc:
+        raise EdgebenchError(f"{run_dir}: cannot write the run folder: {exc.strerror or exc}") from None
     return run_dir, ResultsStore(run_dir)
+
+
+def _exit_status(counts: dict[str, int], strict: bool) -> int:
+    """0, or 1 when configs were attempted and none was measured (all failed); with --strict EXIT_PARTIAL
+    when any row failed or is invalid. Invalid rows are measurements whose validity the row states,
+    skipped rows are the plan's decision."""
+    measured = counts.get("ok", 0) + counts.get("invalid", 0)
+    if counts.get("failed", 0) and not measured:
+        return 1
+    if strict and (counts.get("failed", 0) or counts.get("invalid", 0)):
+        return EXIT_PARTIAL
+    return 0
 
 
 def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
            onnx_specs: dict | None = None) -> int:
+    try:
+        return _sweep_locked(profile, planned, run_dir, store, args, onnx_specs)
+    finally:
+        lock = getattr(args, "run_lock", None)
+        if lock is not None:
+            lock.release()
+
+
+def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
+                  onnx_specs: dict | None = None) -> int:
     from edgebench.console import progress_line, start_line, summary_table
     from edgebench.sweep import ModelCache, idle_baseline, run_sweep
 
@@ -168,10 +246,49 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    # exit 1 only when configs were attempted and none was measured (all failed); invalid rows are
-    # measurements whose validity the row states, skipped rows are the plan's decision
-    measured = counts.get("ok", 0) + counts.get("invalid", 0)
-    return 1 if counts.get("failed", 0) and not measured else 0
+    status = _exit_status(counts, getattr(args, "strict", False))
+    if status == EXIT_PARTIAL:
+        print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "
+              f"row(s); exit {EXIT_PARTIAL}", file=sys.stderr)
+    return status
+
+
+def _resume(args: argparse.Namespace, env: Any) -> int:
+    from edgebench.config import load_profile
+    from edgebench.errors import EdgebenchError
+    from edgebench.plan import describe, expand
+    from edgebench.report.runlock import RunLock
+    from edgebench.report.store import ResultsStore
+
+    given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS if getattr(args, name, None) is not None]
+    if given:
+        raise EdgebenchError(
+            f"--resume continues the plan saved in {Path(args.resume) / 'profile.yaml'}; {', '.join(given)} "
+            "would change it and mix two plans in one results.csv: start a new run with them instead")
+    run_dir = Path(args.resume)
+    saved = run_dir / "profile.yaml"
+    if not saved.exists():
+        raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
+    profile = load_profile(str(saved))
+    planned = expand(profile, env)
+    if args.dry_run:  # read only: no lock, no repair of results.csv, nothing measured
+        done = ResultsStore(run_dir).done_hashes()
+        todo = sum(1 for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done)
+        print(f"profile {profile.name} (resumed from {saved})")
+        print(describe(planned))
+        print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
+              f"configurations already done; {todo} would be measured")
+        return 0
+    # the lock first: resume() may rewrite results.csv, which must never happen under another writer
+    args.run_lock = RunLock(run_dir).acquire()
+    args.run_dir = run_dir
+    try:
+        store = ResultsStore.resume(run_dir)
+    except BaseException:
+        args.run_lock.release()
+        raise
+    print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
+    return _sweep(profile, planned, run_dir, store, args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -182,27 +299,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     env = Env.detect()
     if args.resume:
-        from edgebench.report.store import ResultsStore
+        return _resume(args, env)
 
-        run_dir = Path(args.resume)
-        saved = run_dir / "profile.yaml"
-        if not saved.exists():
-            from edgebench.errors import EdgebenchError
-
-            raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
-        profile = load_profile(str(saved))
-        planned = expand(profile, env)
-        store = ResultsStore.resume(run_dir)
-        print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
-        return _sweep(profile, planned, run_dir, store, args)
-
-    profile = _apply_overrides(load_profile(args.device), args)
+    profile = _apply_overrides(load_profile(args.device or "host"), args)
     planned = expand(profile, env)
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
         return 0
-    run_dir, store = _start_run_dir(profile, args.out, new_run_id(profile.name))
+    run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)
     return _sweep(profile, planned, run_dir, store, args)
 
 
@@ -238,8 +343,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile = profile.with_overrides("run", duration_s=args.duration,
                                          max_duration_s=max(args.duration, profile.run["max_duration_s"]))
     planned = expand(profile, env, onnx_model=model if args.onnx else None)
-    run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"))
+    run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)
+
+
+def _output_dir(path: Path, flag: str) -> Path:
+    """mkdir -p `path` for --out, or one clear line saying why it cannot be."""
+    from edgebench.errors import EdgebenchError
+    from edgebench.report.rundir import out_dir_problem
+
+    problem = out_dir_problem(path)
+    if problem:
+        raise EdgebenchError(f"{flag} {path}: {problem}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EdgebenchError(f"{flag} {path}: cannot create it: {exc.strerror or exc}") from None
+    return path
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -253,8 +373,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"{spec.name}: {art.path} ({'cached' if art.reused else 'exported'}, sha256 {art.sha256[:16]}, "
           f"weights {spec.weights_label})")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(art.path, args.out)
+        from edgebench.errors import EdgebenchError
+
+        _output_dir(Path(args.out).parent, "--out")
+        try:
+            shutil.copyfile(art.path, args.out)
+        except OSError as exc:
+            raise EdgebenchError(f"--out {args.out}: cannot write it: {exc.strerror or exc}") from None
         print(f"copied to {args.out}")
     return 0
 
@@ -272,8 +397,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")
     # one run: the table as before; several (boards): each run on its own, with a run column, never pooled
     records = speedup_rows(read_rows(run_dirs)) if len(run_dirs) == 1 else per_run_speedup_rows(run_dirs)
-    out = Path(args.out) if args.out else run_dirs[0]
-    out.mkdir(parents=True, exist_ok=True)
+    out = _output_dir(Path(args.out) if args.out else run_dirs[0], "--out")
     write_csv(records, out / "speedup.csv")
     markdown = to_markdown(records)
     (out / "speedup.md").write_text(markdown)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -144,6 +145,8 @@ def _type_ok(kind: str, value: Any) -> bool:
 
 
 def _check_value(source: str, name: str, spec: Field, value: Any) -> Any:
+    if spec.kind == "float" and _type_ok("float", value) and not math.isfinite(value):
+        raise ConfigError(source, name, f"{value!r} is not a finite number")
     if not _type_ok(spec.kind, value):
         raise ConfigError(source, name, f"expected {spec.kind}, got {type(value).__name__} {value!r}")
     if spec.kind.startswith("list") and value is not None and len(value) == 0:
@@ -157,6 +160,30 @@ def _check_value(source: str, name: str, spec: Field, value: Any) -> Any:
     if spec.kind == "float" and value is not None:
         return float(value)
     return value
+
+
+class _Problems:
+    """Collects every ConfigError of one profile so that all of them are reported at once."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.errors: list[ConfigError] = []
+
+    def check(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ConfigError as exc:
+            if str(exc) not in {str(e) for e in self.errors}:
+                self.errors.append(exc)
+            return None
+
+    def raise_all(self) -> None:
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            parts = [f"{e.source}: field '{e.field}': {e.problem}" if e.source != self.source else
+                     (f"field '{e.field}': {e.problem}" if e.field else e.problem) for e in self.errors]
+            raise ConfigError(self.source, "", f"{len(self.errors)} problems: " + "; ".join(parts))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -246,8 +273,7 @@ def _raw_profile(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any
     if path.resolve() in seen:
         chain = " -> ".join(str(p) for p in (*seen, path))
         raise ConfigError(str(path), "extends", f"circular extends: {chain}")
-    data = _read_yaml(path)
-    _check_keys(str(path), data)
+    data = _read_yaml(path)  # its keys are checked with its values, after the merge (profile_from_dict)
     parent = data.get("extends")
     if parent is None:
         return data, str(path)
@@ -263,17 +289,25 @@ def _raw_profile(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any
     return merged, f"{path} (extends {parent_source})"
 
 
-def _check_keys(source: str, data: dict[str, Any]) -> None:
+def _check_keys(source: str, data: dict[str, Any], problems: _Problems | None = None) -> None:
+    """Unknown keys, each one a problem (all collected in `problems`; raised at once without one)."""
+    own = problems or _Problems(source)
     for key, value in data.items():
         if key in PROFILE_SCHEMA[""]:
             continue
         if key not in PROFILE_SCHEMA:
-            raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(set(PROFILE_SCHEMA) - {''} | set(PROFILE_SCHEMA[''])))})")
+            own.errors.append(ConfigError(source, key, f"unknown key (known: "
+                                          f"{', '.join(sorted(set(PROFILE_SCHEMA) - {''} | set(PROFILE_SCHEMA[''])))})"))
+            continue
         if not isinstance(value, dict):
-            raise ConfigError(source, key, f"expected a mapping, got {type(value).__name__}")
+            own.errors.append(ConfigError(source, key, f"expected a mapping, got {type(value).__name__}"))
+            continue
         for sub in value:
             if sub not in PROFILE_SCHEMA[key]:
-                raise ConfigError(source, f"{key}.{sub}", f"unknown key (known: {', '.join(sorted(PROFILE_SCHEMA[key]))})")
+                own.errors.append(ConfigError(source, f"{key}.{sub}",
+                                              f"unknown key (known: {', '.join(sorted(PROFILE_SCHEMA[key]))})"))
+    if problems is None:
+        own.raise_all()
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -283,43 +317,70 @@ def load_profile(name_or_path: str) -> Profile:
 
 
 def profile_from_dict(data: dict[str, Any], source: str, default_name: str = "custom") -> Profile:
-    _check_keys(source, data)
+    """A validated Profile; every problem of `data` is reported in one ConfigError, not only the first."""
+    problems = _Problems(source)
+    _check_keys(source, data, problems)
     top: dict[str, Any] = {}
     for key, spec in PROFILE_SCHEMA[""].items():
         if key == "extends":
             continue
         value = data.get(key, default_name if key == "name" else spec.default)
-        top[key] = _check_value(source, key, spec, value)
+        top[key] = problems.check(_check_value, source, key, spec, value)
     sections: dict[str, dict[str, Any]] = {}
     for section, fields in PROFILE_SCHEMA.items():
         if section == "":
             continue
         given = data.get(section, {}) or {}
+        if not isinstance(given, dict):  # already a problem from _check_keys
+            given = {}
         values = {}
         for key, spec in fields.items():
-            values[key] = _check_value(source, f"{section}.{key}", spec, given.get(key, spec.default))
+            value = problems.check(_check_value, source, f"{section}.{key}", spec, given.get(key, spec.default))
+            values[key] = spec.default if value is None and spec.default is not None else value
         sections[section] = values
+    top = {k: (default_name if k == "name" else PROFILE_SCHEMA[""][k].default) if v is None else v
+           for k, v in top.items()}
     prof = Profile(source=source, **top, **sections)
-    _check_profile_semantics(prof)
+    failed = {e.field for e in problems.errors}
+    if "run.duration_s" in failed:  # its default would make the max_duration_s comparison meaningless
+        failed.add("run.max_duration_s")
+    for exc in _semantic_problems(prof):  # also when values were wrong: every problem at once
+        if exc.field not in failed:
+            problems.errors.append(exc)
+    problems.raise_all()
     return prof
 
 
 def _check_profile_semantics(prof: Profile) -> None:
+    problems = _Problems(prof.source)
+    problems.errors.extend(_semantic_problems(prof))
+    problems.raise_all()
+
+
+def _semantic_problems(prof: Profile) -> list[ConfigError]:
     src = prof.source
+    problems = _Problems(src)
     for p in prof.sweep["precisions"]:
         if p not in PRECISIONS:
-            raise ConfigError(src, "sweep.precisions", f"{p!r} is not one of {', '.join(PRECISIONS)}")
+            problems.errors.append(ConfigError(src, "sweep.precisions", f"{p!r} is not one of {', '.join(PRECISIONS)}"))
     for m in prof.sweep["modes"]:
         if m not in MODES:
-            raise ConfigError(src, "sweep.modes", f"{m!r} is not one of {', '.join(MODES)}")
+            problems.errors.append(ConfigError(src, "sweep.modes", f"{m!r} is not one of {', '.join(MODES)}"))
     if prof.run["max_duration_s"] < prof.run["duration_s"]:
-        raise ConfigError(
+        problems.errors.append(ConfigError(
             src, "run.max_duration_s",
             f"{prof.run['max_duration_s']} is shorter than run.duration_s {prof.run['duration_s']}",
-        )
+        ))
     tpi = prof.run["threads_per_instance"]
     if tpi != "auto" and tpi < 1:
-        raise ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'")
+        problems.errors.append(ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
+    from edgebench.telemetry.names import SAMPLER_NAMES  # names only: no sampler module is imported
+
+    for name in prof.telemetry["samplers"]:
+        if name not in SAMPLER_NAMES:
+            problems.errors.append(ConfigError(src, "telemetry.samplers", f"unknown sampler {name!r} "
+                                               f"(known: {', '.join(SAMPLER_NAMES)})"))
+    return problems.errors
 
 
 def list_profiles() -> list[tuple[str, str]]:

@@ -74,8 +74,29 @@ class ModelCache:
         return self._refs[key]
 
 
+def calibration_label(sidecar: dict[str, Any]) -> str | None:
+    """'synthetic (32 samples, seed 0, sha256 0123abcd...)' from an int8 artifact's sidecar record."""
+    rec = sidecar.get("calibration") if isinstance(sidecar, dict) else None
+    if not isinstance(rec, dict):
+        return None
+    sha = str(rec.get("sha256") or "")[:16]
+    return (f"{rec.get('source', '?')} ({rec.get('count', '?')} samples, seed {rec.get('seed', '?')}"
+            + (f", sha256 {sha}" if sha else "") + ")")
+
+
+def idle_applies(row: dict[str, Any], samplers: list[Any]) -> bool:
+    """The idle baseline was measured on NVML GPU 0 only: a GPU-board row on other/several GPUs gets no
+    dynamic energy (subtracting one GPU's idle power from two GPUs' power would be wrong)."""
+    if row.get("power_scope") != "gpu-board":
+        return True
+    return all(list(getattr(s, "devices", [0])) == [0] for s in samplers if getattr(s, "name", "") == "nvml")
+
+
 def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
+    from edgebench import __version__
+
     return {
+        "edgebench_version": __version__,
         "run_id": run_id,
         "row_index": index,
         "config_hash": cfg.config_hash(),
@@ -193,6 +214,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         "options": ";".join(f"{k}={v}" for k, v in cfg.options),
         "accuracy_samples": cfg.accuracy_samples or None,
         "warmup_s": cfg.warmup_s,
+        "calibration_source": calibration_label(artifact.sidecar) if cfg.precision == "int8" else None,
     }
     # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence);
     # a kernel profile, when run, replaces the engine's tensor_core_evidence below
@@ -201,7 +223,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if cfg.accuracy_samples > 0:
         acc_in = accuracy_inputs(spec.input_shape, cfg.accuracy_samples, cfg.seed, spec.input_dtype)
     interval = profile.telemetry["interval_s"]
-    samplers = [make_sampler(name, interval) for name in profile.telemetry["samplers"]]
+    # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
+    samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
     outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in)
     _write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
     if outcome.status != "ok":
@@ -226,11 +249,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         latency_ms_p95=lat.get("p95"),
         latency_ms_p99=lat.get("p99"),
         latency_ms_max=lat.get("max"),
+        latency_ms_min=lat.get("min"),
     )
     row.update(telemetry_fields(outcome.timelines, summary.window_start_ns, summary.window_end_ns))
     if row.get("energy_j") is not None and summary.samples:
         row["energy_per_inference_mj"] = row["energy_j"] * 1000.0 / summary.samples
-        if idle_power_w is not None and row.get("power_w_mean") is not None:
+        if idle_power_w is not None and row.get("power_w_mean") is not None and idle_applies(row, samplers):
             row["power_w_idle"] = idle_power_w
             dynamic_j = (row["power_w_mean"] - idle_power_w) * summary.window_s
             row["energy_per_inference_dynamic_mj"] = dynamic_j * 1000.0 / summary.samples

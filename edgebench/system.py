@@ -51,6 +51,7 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "onnxruntime_providers": get("onnxruntime_providers", _ort_providers),
         "git": get("git", _git),
         "cuda_mps": get("cuda_mps", cuda_mps_state),
+        "gpus": get("gpus", _gpus),  # NVML: index, name, UUID, PCI bus id (rows' gpu<N>_ channels name the index)
     }
     from edgebench.jetson import is_jetson, jetson_info
 
@@ -83,6 +84,12 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, LookupError) and str(exc):  # our own "why" messages
         return str(exc)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _gpus() -> list[dict[str, Any]]:
+    from edgebench.telemetry.nvml import list_gpus
+
+    return list_gpus()
 
 
 def _os_release() -> dict[str, str]:

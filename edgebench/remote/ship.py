@@ -38,7 +38,7 @@ def sweep_models(bench_args: list[str]) -> list[str]:
     from edgebench.config import load_profile
 
     args = parse_bench_args(bench_args)
-    profile = _apply_overrides(load_profile(args.device), args)
+    profile = _apply_overrides(load_profile(args.device or "host"), args)
     return list(profile.sweep["models"])
 
 

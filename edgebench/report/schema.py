@@ -3,6 +3,11 @@
 One row = one RunConfig measured once. Units are in the names (`_ms`, `_mj`, `_w`, `_pct`,
 `_ips`, `_mib`, `_s`); an empty cell means "not measured here" and never 0. The required
 columns come first so that a results.csv reads well in a spreadsheet.
+
+Counting, the one thing to get right when citing a row: an *inference* is one call of the model on one
+batch, so `inferences` counts batches and every `latency_ms_*` is the time of one batch; a *sample* is one
+input (one image), so `samples` = inferences * batch and every `*_ips` column (throughput_ips,
+per_instance_ips) counts samples per second, as does energy_per_inference_mj (per sample, not per batch).
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ COLUMNS: list[Column] = [
     Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider"),
     # --- the window
     Column("window_s", "s", "length of the overlap window [latest instance start, earliest instance end]"),
-    Column("inferences", "inferences", "inferences (batches) completed inside the window, all instances"),
+    Column("inferences", "batches",
+           "inferences completed inside the window, all instances; one inference = one batch (not one sample)"),
     Column("samples", "samples", "input samples completed inside the window: inferences * batch"),
     Column("warmup_s", "s", "warm-up each instance ran before the barrier"),
     # --- latency details
@@ -59,7 +65,8 @@ COLUMNS: list[Column] = [
     Column("latency_ms_mean", "ms", "mean latency of one inference (one batch)"),
     Column("latency_ms_p95", "ms", "95th percentile latency of one inference (one batch)"),
     Column("latency_ms_max", "ms", "slowest inference (one batch) inside the window"),
-    Column("per_instance_ips", "samples/s", "throughput of each instance in instance order, ';'-joined"),
+    Column("per_instance_ips", "samples/s",
+           "throughput of each instance in samples (not batches) per second, in instance order, ';'-joined"),
     Column("stability_pct", "%",
            "largest deviation of a sub-window's throughput from the window mean, % of the mean; invalid above run.stability_tolerance_pct"),
     # --- power and energy
@@ -67,6 +74,10 @@ COLUMNS: list[Column] = [
     Column("energy_j", "J", "energy over the window, all instances"),
     Column("energy_source", "",
            "counter:<hw> (hardware energy counter), integrated (power samples integrated), or none: <why>"),
+    Column("power_scope", "",
+           "what the power/energy columns cover: gpu-board (NVML: the GPU board(s) the row used, summed), "
+           "cpu-package (RAPL package domains), soc-total (Jetson INA3221 total: module input, or a sum of rails "
+           "where the board has no input monitor, as telemetry_notes says)"),
     Column("power_w_idle", "W", "idle power measured before the sweep (empty without an idle baseline)"),
     Column("energy_per_inference_dynamic_mj", "mJ",
            "energy per input sample above the idle baseline: (power_w_mean - power_w_idle) * window_s * 1000 / samples"),
@@ -86,6 +97,8 @@ COLUMNS: list[Column] = [
     Column("throttle_reasons", "", "every clock-event reason the device reported inside the window, ';'-joined"),
     # --- accuracy vs the FP32 reference on fixed inputs
     Column("accuracy_samples", "samples", "fixed inputs compared against the FP32 reference"),
+    Column("calibration_source", "",
+           "int8 rows: the calibration data the QDQ scales came from (synthetic or a folder), count, seed, sha256"),
     Column("accuracy_top1_agreement_pct", "%", "share of inputs whose top-1 class equals the FP32 reference's"),
     Column("accuracy_max_abs_err", "", "largest absolute difference of any output value vs FP32 (output units)"),
     Column("accuracy_cosine_min", "", "lowest cosine similarity of an output vector vs FP32 (1 = identical)"),

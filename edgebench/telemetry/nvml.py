@@ -1,5 +1,7 @@
 """NVML sampler (discrete NVIDIA GPUs): power, the total-energy counter, utilization, clocks,
-temperature, memory and clock-event (throttle) reasons of one GPU, sampled in a daemon thread.
+temperature, memory and clock-event (throttle) reasons of the GPU(s) a row uses, sampled in a daemon thread.
+Several GPUs (a row placed on cuda:0 and cuda:1): the row-level channels are the SUM of power and energy
+over them, every GPU keeps its own gpu<N>_ channels (see NvmlSampler, gpu_devices).
 
 Channels: power_total_mw (nvmlDeviceGetPowerUsage: a ~1 s average on Ampere and newer, so row energy
 comes from the counter), energy_total_mj (counter: nvmlDeviceGetTotalEnergyConsumption, relative to
@@ -17,9 +19,12 @@ zeros. Only nvml*Get* calls are made: no GPU setting is ever changed. `device_in
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from edgebench.errors import EdgebenchError
@@ -96,33 +101,135 @@ def nvml_status(nvml: Any = None) -> str | None:
     return None if count > 0 else "NVML sees no GPU"
 
 
+def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = None) -> list[int | str]:
+    """The NVML devices (index, or UUID when CUDA_VISIBLE_DEVICES names GPUs by UUID) that a row's
+    placements use, in first-use order; [0] when no placement names a CUDA GPU (the GPU-0 default).
+
+    `cuda:N` / `gpu:N` is the N-th GPU CUDA sees; `cuda` / `gpu` is GPU 0. CUDA_VISIBLE_DEVICES remaps
+    (e.g. "2,3": cuda:1 is NVML GPU 3). NVML numbers GPUs in PCI bus order; CUDA does too with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID, and by default (FASTEST_FIRST) wherever the GPUs are of one model."""
+    env = os.environ if environ is None else environ
+    visible_text = env.get("CUDA_VISIBLE_DEVICES")
+    visible = [v.strip() for v in visible_text.split(",") if v.strip()] if visible_text else None
+    out: list[int | str] = []
+    for placement in placements:
+        kind, _, idx = placement.partition(":")
+        if kind not in ("cuda", "gpu"):
+            continue
+        n = int(idx) if idx.isdigit() else 0
+        device: int | str = n
+        if visible is not None and n < len(visible):
+            device = int(visible[n]) if visible[n].isdigit() else visible[n]
+        if device not in out:
+            out.append(device)
+    return out or [0]
+
+
+def list_gpus(nvml: Any = None) -> list[dict[str, Any]]:
+    """Every GPU NVML sees: index (NVML, PCI bus order), name, UUID, PCI bus id, power limit
+    (for system.json, so a row's gpu<N>_ channels map to physical GPUs). LookupError when NVML is absent."""
+    try:
+        nvml = nvml or _import_nvml()
+    except EdgebenchError as exc:
+        raise LookupError(str(exc)) from None
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        raise LookupError(f"NVML unavailable: {exc}") from None
+    try:
+        sampler = NvmlSampler(nvml=nvml)
+        sampler._nvml = nvml
+        out = []
+        for i in range(int(nvml.nvmlDeviceGetCount())):
+            out.append(sampler._device_info(_Gpu(i, nvml.nvmlDeviceGetHandleByIndex(i))))
+        return out
+    except nvml.NVMLError as exc:
+        raise LookupError(f"NVML cannot list GPUs: {exc}") from None
+    finally:
+        nvml.nvmlShutdown()
+
+
+# how the row-level channels of several GPUs combine their per-GPU values
+_SUM, _MEAN, _MAX, _OR = "sum", "mean", "max", "or"
+COMBINE: dict[str, str] = {
+    "power_total_mw": _SUM, "energy_total_mj": _SUM, "mem_used_mib": _SUM,
+    "gpu_util_pct": _MEAN, "mem_util_pct": _MEAN, "sm_clock_mhz": _MEAN, "mem_clock_mhz": _MEAN,
+    "temperature_c": _MAX, "throttle_reasons": _OR,
+}
+
+
+def _combine(how: str, values: list[float]) -> float:
+    if any(math.isnan(v) for v in values):
+        return math.nan  # a sum or mean missing one GPU is not that quantity
+    if how == _SUM:
+        return float(sum(values))
+    if how == _MEAN:
+        return float(sum(values) / len(values))
+    if how == _MAX:
+        return float(max(values))
+    mask = 0
+    for v in values:
+        mask |= int(v)
+    return float(mask)
+
+
+@dataclass
+class _Gpu:
+    """One sampled GPU: its handle, what it answered at start(), and its channel prefix."""
+
+    device: int | str
+    handle: Any = None
+    label: str = ""  # "gpu<NVML index>": per-GPU channel prefix when several GPUs are sampled
+    info: dict[str, Any] = dc_field(default_factory=dict)
+    fields: list[tuple[str, Callable[[], dict[str, float]]]] = dc_field(default_factory=list)
+    energy_base_mj: float = 0.0
+
+
 class NvmlSampler:
-    """One GPU's NVML telemetry on the runner's clock (time.monotonic_ns)."""
+    """NVML telemetry of the GPU(s) a row uses, on the runner's clock (time.monotonic_ns).
+
+    With several GPUs (`devices`), power_total_mw and energy_total_mj are the SUM over them (utilization
+    and clocks the mean, temperature the max, throttle reasons OR-ed), and every GPU also has its own
+    channels, prefixed gpu<NVML index>_ (gpu1_power_total_mw, gpu1_energy_total_mj, ...)."""
 
     name = "nvml"
 
     def __init__(self, interval_s: float = 0.05, device_index: int = 0, nvml: Any = None,
-                 energy_interval_s: float = ENERGY_INTERVAL_S) -> None:
+                 energy_interval_s: float = ENERGY_INTERVAL_S, devices: Sequence[int | str] | None = None) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self.interval_s, self.device_index = float(interval_s), int(device_index)
+        self.interval_s = float(interval_s)
+        self.devices: list[int | str] = list(devices) if devices else [int(device_index)]
+        self.device_index = self.devices[0]
         self.energy_interval_s = max(float(energy_interval_s), self.interval_s)
-        self.device_info: dict[str, Any] = {}
+        self.device_info: dict[str, Any] = {}  # the first GPU's (see devices_info for all)
+        self.devices_info: list[dict[str, Any]] = []
         self.cpu_cost_us_per_sample: float | None = None
-        self._nvml, self._handle = nvml, None
-        self._fields: list[tuple[str, Callable[[], dict[str, float]]]] = []
-        self._failed: set[str] = set()
+        self._nvml = nvml
+        self._gpus: list[_Gpu] = []
+        self._combined: list[str] = []  # row-level channels combined over several GPUs
+        self._failed: set[tuple[str, str]] = set()
         self._timeline: Timeline | None = None
         self._thread: threading.Thread | None = None
         self._stop_evt = threading.Event()
         self._field_ns: dict[str, list[int]] = {}  # field -> [wall ns, reads]
         self._cost_ns = self._samples = self._energy_at_ns = 0
-        self._energy_base_mj = 0.0
 
     def watch_pids(self, pids: list[int]) -> None:
         """Ignored: NVML's per-process accounting is not needed for the device totals reported here."""
 
     # ------------------------------------------------------------------ start / stop
+
+    def _open(self, device: int | str) -> Any:
+        nvml = self._nvml
+        try:
+            if isinstance(device, str):
+                return nvml.nvmlDeviceGetHandleByUUID(device)
+            return nvml.nvmlDeviceGetHandleByIndex(device)
+        except nvml.NVMLError as exc:
+            count = self._try(lambda: nvml.nvmlDeviceGetCount())
+            nvml.nvmlShutdown()
+            raise EdgebenchError(f"NVML device {device}: {exc} ({count} GPU(s) visible to NVML)") from None
 
     def start(self) -> None:
         if self._timeline is not None:
@@ -132,31 +239,52 @@ class NvmlSampler:
             nvml.nvmlInit()
         except nvml.NVMLError as exc:
             raise EdgebenchError(f"NVML unavailable: {exc} (needs the NVIDIA driver; {INSTALL_HINT})") from None
-        try:
-            self._handle = nvml.nvmlDeviceGetHandleByIndex(self.device_index)
-        except nvml.NVMLError as exc:
-            count = self._try(lambda: nvml.nvmlDeviceGetCount())
-            nvml.nvmlShutdown()
-            raise EdgebenchError(f"NVML device {self.device_index}: {exc} ({count} GPU(s) visible to NVML)") from None
+        self._gpus = [_Gpu(d, self._open(d)) for d in self.devices]
         tl = Timeline(self.name, interval_s=self.interval_s)
-        self.device_info = self._device_info()
-        gpu = self.device_info.get("name") or f"GPU {self.device_index}"
-        for field, channels, read in self._candidates():
-            try:
-                first = read()
-            except nvml.NVMLError as exc:
-                tl.notes.append(f"{field}: {_why(nvml, exc)} on {gpu} (nvml)")
-                continue
-            if field == "energy":  # the counter runs since driver load: report it relative to start()
-                self._energy_base_mj = first["energy_total_mj"]
-            for ch in channels:
-                tl.add_channel(ch)
-            self._fields.append((field, read))
-        limit = self.device_info.get("power_limit_mw")
-        tl.notes.append(
-            f"nvml device {self.device_index}: {gpu}, driver {self.device_info.get('driver_version') or '?'}, "
-            f"enforced power limit {f'{limit / 1e3:.1f} W' if limit else 'unknown'}"
-        )
+        several = len(self._gpus) > 1
+        per_gpu_channels: list[set[str]] = []
+        for gpu in self._gpus:
+            gpu.info = self._device_info(gpu)
+            index = gpu.info.get("index")
+            gpu.label = f"gpu{index if index is not None else gpu.device}"
+            name = gpu.info.get("name") or f"GPU {gpu.device}"
+            have: set[str] = set()
+            for field, channels, read in self._candidates(gpu):
+                try:
+                    first = read()
+                except nvml.NVMLError as exc:
+                    tl.notes.append(f"{field}: {_why(nvml, exc)} on {name}{f' ({gpu.label})' if several else ''} (nvml)")
+                    continue
+                if field == "energy":  # the counter runs since driver load: report it relative to start()
+                    gpu.energy_base_mj = first["energy_total_mj"]
+                for ch in channels:
+                    have.add(ch.name)
+                    if several:
+                        tl.add_channel(Channel(f"{gpu.label}_{ch.name}", ch.unit, ch.kind))
+                    else:
+                        tl.add_channel(ch)
+                gpu.fields.append((field, read))
+            per_gpu_channels.append(have)
+            limit = gpu.info.get("power_limit_mw")
+            tl.notes.append(
+                f"nvml device {gpu.device}: {name}, driver {gpu.info.get('driver_version') or '?'}, "
+                f"enforced power limit {f'{limit / 1e3:.1f} W' if limit else 'unknown'}"
+                + (f", uuid {gpu.info.get('uuid')}, bus {gpu.info.get('pci_bus_id')}" if several else "")
+            )
+        self.devices_info = [g.info for g in self._gpus]
+        self.device_info = self.devices_info[0]
+        if several:
+            everywhere = set.intersection(*per_gpu_channels)
+            units = {c.name: c for _f, chs, _r in self._candidates(self._gpus[0]) for c in chs}
+            self._combined = [name for name in COMBINE if name in everywhere]
+            for name in self._combined:
+                tl.add_channel(units[name])
+            labels = ", ".join(g.label for g in self._gpus)
+            tl.notes.append(f"nvml samples {len(self._gpus)} GPUs ({labels}): power_total_mw and energy_total_mj "
+                            "are their SUM; per-GPU figures in the gpu<N>_ channels")
+            for name in ("power_total_mw", "energy_total_mj"):
+                if name not in everywhere:
+                    tl.notes.append(f"nvml {name}: not answered by every GPU ({labels}), so no total")
         if "power_total_mw" in tl.channels:
             tl.notes.append("nvml power_total_mw is nvmlDeviceGetPowerUsage (a ~1 s average on Ampere and newer)")
         if "energy_total_mj" in tl.channels:
@@ -188,11 +316,11 @@ class NvmlSampler:
 
     # ------------------------------------------------------------------ fields
 
-    def _candidates(self) -> list[tuple[str, list[Channel], Callable[[], dict[str, float]]]]:
-        nvml, h = self._nvml, self._handle
+    def _candidates(self, gpu: _Gpu) -> list[tuple[str, list[Channel], Callable[[], dict[str, float]]]]:
+        nvml, h = self._nvml, gpu.handle
 
         def energy() -> dict[str, float]:
-            return {"energy_total_mj": float(nvml.nvmlDeviceGetTotalEnergyConsumption(h)) - self._energy_base_mj}
+            return {"energy_total_mj": float(nvml.nvmlDeviceGetTotalEnergyConsumption(h)) - gpu.energy_base_mj}
 
         def util() -> dict[str, float]:
             u = nvml.nvmlDeviceGetUtilizationRates(h)
@@ -229,14 +357,15 @@ class NvmlSampler:
         except self._nvml.NVMLError:
             return None
 
-    def _device_info(self) -> dict[str, Any]:
-        nvml, h = self._nvml, self._handle
+    def _device_info(self, gpu: _Gpu) -> dict[str, Any]:
+        nvml, h = self._nvml, gpu.handle
         text = {key: self._try(fn) for key, fn in (
             ("name", lambda: nvml.nvmlDeviceGetName(h)), ("uuid", lambda: nvml.nvmlDeviceGetUUID(h)),
             ("pci_bus_id", lambda: nvml.nvmlDeviceGetPciInfo(h).busId),
             ("driver_version", lambda: nvml.nvmlSystemGetDriverVersion()))}
+        index = gpu.device if isinstance(gpu.device, int) else self._try(lambda: int(nvml.nvmlDeviceGetIndex(h)))
         return {
-            "index": self.device_index,
+            "index": index,
             **{k: None if v is None else _text(v) or None for k, v in text.items()},
             "power_limit_mw": self._try(lambda: int(nvml.nvmlDeviceGetEnforcedPowerLimit(h))),
             "power_limit_default_mw": self._try(lambda: int(nvml.nvmlDeviceGetPowerManagementDefaultLimit(h))),
@@ -249,14 +378,11 @@ class NvmlSampler:
         assert self._timeline is not None
         sample_on_grid(self._stop_evt, self.interval_s, time.monotonic_ns(), self._sample, self._timeline, "nvml")
 
-    def _sample(self, force: bool = False) -> None:
-        cost0 = time.thread_time_ns()
+    def _read_gpu(self, gpu: _Gpu, energy_due: bool, t_ns: int) -> dict[str, float]:
         tl = self._timeline
         assert tl is not None
-        t_ns = time.monotonic_ns()
         sample: dict[str, float] = {}
-        energy_due = force or t_ns - self._energy_at_ns >= self.energy_interval_s * 1e9 - self.interval_s * 5e8
-        for field, read in self._fields:
+        for field, read in gpu.fields:
             if field == "energy":
                 if not energy_due:
                     continue
@@ -265,12 +391,31 @@ class NvmlSampler:
             try:
                 sample.update(read())
             except self._nvml.NVMLError as exc:
-                if field not in self._failed:
-                    self._failed.add(field)
-                    tl.notes.append(f"nvml {field} read failed mid-run (samples left empty): {_why(self._nvml, exc)}")
+                if (gpu.label, field) not in self._failed:
+                    self._failed.add((gpu.label, field))
+                    where = f" on {gpu.label}" if len(self._gpus) > 1 else ""
+                    tl.notes.append(f"nvml {field} read failed mid-run{where} (samples left empty): "
+                                    f"{_why(self._nvml, exc)}")
             cost = self._field_ns.setdefault(field, [0, 0])
             cost[0] += time.perf_counter_ns() - t0
             cost[1] += 1
+        return sample
+
+    def _sample(self, force: bool = False) -> None:
+        cost0 = time.thread_time_ns()
+        tl = self._timeline
+        assert tl is not None
+        t_ns = time.monotonic_ns()
+        energy_due = force or t_ns - self._energy_at_ns >= self.energy_interval_s * 1e9 - self.interval_s * 5e8
+        per_gpu = [self._read_gpu(gpu, energy_due, t_ns) for gpu in self._gpus]
+        if len(per_gpu) == 1:
+            sample = per_gpu[0]
+        else:
+            sample = {f"{gpu.label}_{k}": v for gpu, values in zip(self._gpus, per_gpu) for k, v in values.items()}
+            for name in self._combined:
+                if name == "energy_total_mj" and not energy_due:
+                    continue
+                sample[name] = _combine(COMBINE[name], [values.get(name, math.nan) for values in per_gpu])
         tl.append(t_ns, sample)
         self._samples += 1
         self._cost_ns += time.thread_time_ns() - cost0

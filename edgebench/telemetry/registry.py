@@ -7,7 +7,7 @@ for "the board/package total", so `power_summary` reads any sampler's timeline t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +57,18 @@ SAMPLERS: dict[str, tuple[Callable[[float, str | Path], Sampler], Callable[[str 
 # timeline.source -> the hardware counter behind its energy_total_mj (for energy_source)
 COUNTER_LABELS: dict[str, str] = {"host": "rapl", "nvml": "nvml"}
 
+# timeline.source -> what its power_total_mw / energy_total_mj cover (the row's power_scope column):
+# nvml: the GPU board(s) only; host: the RAPL package domains (CPU package, not DRAM or the rest of the
+# machine); jtop / ina3221 / tegrastats: the Jetson's INA3221 total, i.e. the module input (or a sum of
+# rails on boards without an input monitor, which their telemetry notes say)
+POWER_SCOPES: dict[str, str] = {"nvml": "gpu-board", "host": "cpu-package", "jtop": "soc-total",
+                                "ina3221": "soc-total", "tegrastats": "soc-total"}
 
-def make_sampler(name: str, interval_s: float, sysfs_root: str | Path = "/") -> Sampler:
+
+def make_sampler(name: str, interval_s: float, sysfs_root: str | Path = "/",
+                 placements: Sequence[str] = ()) -> Sampler:
+    """A sampler by name. `placements` (the row's, e.g. ("cuda:0", "cuda:1")) tells nvml which GPUs the
+    row uses: it samples all of them and sums their power and energy; the other samplers ignore it."""
     entry = SAMPLERS.get(name)
     if entry is None:
         known = ", ".join(sorted(SAMPLERS))
@@ -66,6 +76,10 @@ def make_sampler(name: str, interval_s: float, sysfs_root: str | Path = "/") -> 
     missing = entry[1](sysfs_root)
     if missing is not None:
         raise ConfigError("profile", "telemetry.samplers", f"sampler {name!r} cannot run here: {missing}")
+    if name == "nvml" and placements:
+        from edgebench.telemetry.nvml import NvmlSampler, gpu_devices
+
+        return NvmlSampler(interval_s=interval_s, devices=gpu_devices(placements))
     return entry[0](interval_s, sysfs_root)
 
 
@@ -93,6 +107,7 @@ def power_summary(timeline: Timeline, start_ns: int, end_ns: int) -> dict[str, A
     out: dict[str, Any] = {
         "power_w_mean": None,
         "power_w_max": None,
+        "power_scope": None,
         "energy_j": None,
         "energy_source": None,
         "cpu_util_pct_mean": _finite(win.mean("cpu_util_pct")),
@@ -122,6 +137,7 @@ def power_summary(timeline: Timeline, start_ns: int, end_ns: int) -> dict[str, A
         why = "; ".join(n for n in timeline.notes if "RAPL" in n or "power" in n.lower())
         out["energy_source"] = f"none: {why or f'{timeline.source} timeline has no power channel'}"
     if energy_mj is not None:
+        out["power_scope"] = POWER_SCOPES.get(timeline.source, timeline.source)
         out["energy_j"] = energy_mj / 1e3
         out["power_w_mean"] = energy_mj / 1e3 / duration_s
     if has_power:
