@@ -76,6 +76,10 @@ def test_smoke_sweep_writes_citable_rows(cache_env, tmp_path):
     assert float(by[("fp32", "1")]["accuracy_top1_agreement_pct"]) == 100.0
     assert float(by[("fp32", "1")]["accuracy_max_abs_err"]) < 1e-4
     assert by[("int8", "1")]["accuracy_cosine_min"] != ""
+    assert by[("int8", "1")]["calibration_source"].startswith("synthetic (32 samples, seed 0, sha256 ")
+    assert by[("fp32", "1")]["calibration_source"] == ""
+    for row in (by[("fp32", "1")], by[("int8", "2")]):  # filled in every measured row
+        assert row["edgebench_version"] != "" and 0 < float(row["latency_ms_min"]) <= float(row["latency_ms_p50"])
     # per-row files: latencies match the counted inferences' order of magnitude, telemetry saved
     ok_row = by[("fp32", "2")]
     row_dir = next((run_dir / "rows").glob(f"*-{ok_row['config_hash']}"))
