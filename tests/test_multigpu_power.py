@@ -129,7 +129,7 @@ def test_a_row_on_two_gpus_reports_the_sum_of_their_energy(nvml_here, tmp_path):
         "sweep": {"models": ["tiny_cnn"], "backends": ["null"], "precisions": ["fp32"], "batches": [4],
                   "placements": [["cuda:0"], ["cuda:1"], ["cuda:0", "cuda:1"]],
                   "option_sets": [{"sleep_s": 0.002}]},
-        "run": {"warmup_s": 0.1, "duration_s": 1.0, "max_duration_s": 5.0, "min_inferences": 20,
+        "run": {"warmup_s": 0.1, "duration_s": 3.0, "max_duration_s": 8.0, "min_inferences": 20,
                 "accuracy_samples": 0, "stability_tolerance_pct": 1000.0},
         "telemetry": {"samplers": ["nvml"], "interval_s": 0.02}}, "two-gpus.yaml")
     planned = expand(profile, Env.detect())
