@@ -144,6 +144,12 @@ def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[s
             throttled, reasons = throttle_summary(tl, start_ns, end_ns)
             fields["throttled"] = throttled
             fields["throttle_reasons"] = ";".join(reasons) or None
+        if tl.source == "jetson_throttle":  # Jetson: NVML has no clock-event reasons there; sysfs evidence instead
+            from edgebench.telemetry.jetson_throttle import throttle_summary as jetson_throttle_summary
+
+            throttled, reasons = jetson_throttle_summary(tl, start_ns, end_ns)
+            fields["throttled"] = bool(fields.get("throttled")) or throttled
+            fields["throttle_reasons"] = ";".join(r for r in (fields.get("throttle_reasons"), *reasons) if r) or None
     if len(timelines) > 1:
         fields["telemetry_source"] = "+".join(tl.source for tl in timelines)
     return fields

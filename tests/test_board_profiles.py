@@ -31,7 +31,7 @@ def test_board_profile_is_tensorrt_with_jtop(name: str) -> None:
     p = load_profile(name)
     assert p.device == "jetson"
     assert p.sweep["backends"] == ["trt"]
-    assert p.telemetry["samplers"] == ["jtop", "host"] and p.telemetry["interval_s"] == 0.5
+    assert p.telemetry["samplers"] == ["jtop", "jetson_throttle", "host"] and p.telemetry["interval_s"] == 0.5
     assert p.sweep["models"] == ["resnet50", "mobilenet_v2"]
     assert p.sweep["precisions"] == ["fp32", "fp16", "int8"]
     assert "extends" in p.source

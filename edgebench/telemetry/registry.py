@@ -15,6 +15,7 @@ from edgebench.errors import ConfigError
 from edgebench.telemetry.base import Sampler, Timeline
 from edgebench.telemetry.host import COST_NOTE_PREFIX
 from edgebench.telemetry.ina3221 import ina3221_status, make_ina3221_sampler
+from edgebench.telemetry.jetson_throttle import jetson_throttle_missing, make_jetson_throttle_sampler
 from edgebench.telemetry.jtop import jtop_missing, make_jtop_sampler
 from edgebench.telemetry.tegrastats import make_tegrastats_sampler, tegrastats_missing
 
@@ -52,6 +53,8 @@ SAMPLERS: dict[str, tuple[Callable[[float, str | Path], Sampler], Callable[[str 
     "jtop": (make_jtop_sampler, jtop_missing),  # Jetson, through jtop.service (jetson-stats)
     "ina3221": (make_ina3221_sampler, ina3221_status),  # Jetson, INA3221 rails straight from sysfs
     "tegrastats": (make_tegrastats_sampler, tegrastats_missing),  # Jetson, parses `tegrastats --interval`
+    # Jetson throttle evidence (clocks vs their caps, thermal trips, over-current counters) from sysfs
+    "jetson_throttle": (make_jetson_throttle_sampler, jetson_throttle_missing),
 }
 
 # timeline.source -> the hardware counter behind its energy_total_mj (for energy_source)
