@@ -35,6 +35,7 @@ class RemoteOptions:
     local_cache: str | None = None        # this machine's artifact cache (for local export)
     ssh_config: str | None = None
     connect_timeout_s: int = 10
+    ssh_options: tuple[str, ...] = ()     # per board, e.g. from an Ansible inventory (ssh -o HostName=... Port=...)
 
 
 @dataclass
@@ -52,7 +53,7 @@ Say = Callable[[str], None]
 class Board:
     def __init__(self, host: str, opts: RemoteOptions, say: Say) -> None:
         self.opts = opts
-        self.ssh = Ssh(host, opts.ssh_config, opts.connect_timeout_s)
+        self.ssh = Ssh(host, opts.ssh_config, opts.connect_timeout_s, opts.ssh_options)
         self.host = host
         self.say = say
         self.abs_dir = ""  # the remote folder's absolute path, from the board's `pwd`

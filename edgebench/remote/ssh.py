@@ -78,6 +78,7 @@ class Ssh:
     host: str
     ssh_config: str | None = None  # passed as `ssh -F FILE`
     connect_timeout_s: int = 10
+    extra_options: tuple[str, ...] = ()  # e.g. ("-o", "HostName=10.0.0.5", "-o", "Port=2222") from an inventory
 
     def __post_init__(self) -> None:
         check_host(self.host)
@@ -89,7 +90,7 @@ class Ssh:
         opts = ["ssh"]
         if self.ssh_config:
             opts += ["-F", self.ssh_config]
-        return opts + ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}",
+        return opts + [*self.extra_options, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}",
                        "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=6"]
 
     def argv(self, remote_cmd: str) -> list[str]:
