@@ -272,6 +272,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
     if cfg.kernel_profile_steps > 0:
         row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
+    if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv
+        row["reason"] = "; ".join(r for r in (row["reason"], layer_profile_note(prepared, row_dir)) if r)
     if acc_in is not None and outcome.accuracy_outputs:
         first = next(iter(outcome.accuracy_outputs.values()))
         try:
@@ -284,6 +286,18 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         except ValueError as exc:
             row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy not compared: {exc}") if r)
     return row
+
+
+def layer_profile_note(prepared: Any, row_dir: Path) -> str:
+    """Profile every engine of a trt row layer by layer into row_dir/layers.csv; '' when it worked, else
+    why not (the row keeps its status: the profile is extra evidence, outside the measured window)."""
+    from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
+
+    try:
+        write_layers_csv(profile_prepared(prepared, int(prepared.options["layer_profile"])), row_dir / "layers.csv")
+    except Exception as exc:  # noqa: BLE001 - a failed profile must not lose the measured row
+        return f"layer profile not written: {type(exc).__name__}: {exc}"
+    return ""
 
 
 def _write_row_files(row_dir: Path, cfg: RunConfig, outcome: RunOutcome, artifact: Any, info: dict) -> None:

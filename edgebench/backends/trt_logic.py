@@ -34,7 +34,8 @@ TRT_PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 DLA_PRECISIONS = ("fp16", "int8")
 INT8_CALIBRATIONS = ("auto", "explicit", "entropy")
 OPTION_DEFAULTS: dict[str, Any] = {"gpu_fallback": False, "int8_calibration": "auto", "cuda_graph": False,
-                                   "workspace_mib": 1024}
+                                   "workspace_mib": 1024,
+                                   "layer_profile": 0}  # inferences of a per-layer profile after the window (0 = off)
 CALIBRATION_BATCH = 8  # samples per implicit-calibration batch for a dynamic-batch ONNX (fewer if the set is smaller)
 # TensorRT 8.x cannot build an explicitly quantized (Q/DQ) network for DLA: NVIDIA's own route for a QAT model
 # on Orin's DLA under TensorRT 8.6 is to strip the Q/DQ nodes into a calibration cache (Deep-Learning-Accelerator-SW,
@@ -83,6 +84,9 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         raise BackendError(f"trt backend: option int8_calibration={out['int8_calibration']!r} must be one of "
                            f"{', '.join(INT8_CALIBRATIONS)} (explicit = the QDQ ONNX, entropy = IInt8EntropyCalibrator2, "
                            "auto = explicit, except entropy on a DLA below TensorRT 10)")
+    lp = out["layer_profile"]
+    if not isinstance(lp, int) or isinstance(lp, bool) or lp < 0:
+        raise BackendError(f"trt backend: option layer_profile={lp!r} must be a count of inferences >= 0 (0 = off)")
     ws = out["workspace_mib"]
     if not isinstance(ws, int) or isinstance(ws, bool) or ws < 1:
         raise BackendError(f"trt backend: option workspace_mib={ws!r} must be a positive integer (MiB)")

@@ -36,6 +36,7 @@ class Report:
     summary_md: Path | None = None
     summary_html: Path | None = None
     figures_note: str | None = None  # why no figure was drawn at all (e.g. matplotlib missing)
+    layers_page: Path | None = None  # layers.md: per-layer TensorRT profiles (rows with layers.csv)
 
     def figure_files(self) -> list[Path]:
         return [p for f in self.figures for p in f.files]
@@ -54,6 +55,9 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
         for fig in report.figures:
             if fig.absent_reason is None:
                 render(fig, out / "figures", formats)
+        from edgebench.report.layers import write_layer_page
+
+        report.layers_page = write_layer_page([r.path for r in runs], out, formats)
     blocks = summary_blocks(report)
     report.summary_md = out / "summary.md"
     report.summary_md.write_text(to_markdown(blocks))
@@ -166,6 +170,10 @@ def summary_blocks(report: Report) -> list[tuple]:
         b.append(("ul", [[f.absent_reason or ""] for f in absent]))
     if not timelines:
         b.append(("p", ["no rows"]))
+    if report.layers_page is not None:
+        b.append(("h3", "Per-layer time"))
+        b.append(("p", ["Top layers of every row profiled with layer_profile: ",
+                        ("layers.md", _rel(report, report.layers_page))]))
     return b
 
 
