@@ -190,6 +190,11 @@ class OrtBackend:
                 info["dla_gpu_fallback"] = "always (set by ORT's TensorRT EP)"
         else:
             provider = "+".join(sorted({provider_for(d)[0] for d in cfg.placements}))  # type: ignore[index]
+        if options.get("ort_provider") == "tensorrt":
+            from edgebench.backends.ort_dla import dla_core_check
+
+            if (check := dla_core_check(cfg.placements)) is not None:  # ORT does not report the core it used
+                info["row_fields"] = {"dla_core_check": check}
         return Prepared.for_artifact(self.name, cfg, model, precision=cfg.precision, options=options,
                                      info={"provider": provider, **info})
 
@@ -229,6 +234,11 @@ class OrtSession:
         if name not in self._sess.get_providers():
             raise BackendError(f"instance {placement.instance}: {name} was requested but ORT fell back to "
                                f"{self._sess.get_providers()}")
+        if name == "TensorrtExecutionProvider":  # what ORT says about the DLA core (reported to ignore core 1)
+            from edgebench.backends.ort_dla import core_mismatch
+
+            if (mismatch := core_mismatch(placement.device, self._sess.get_provider_options())) is not None:
+                raise BackendError(f"instance {placement.instance}: {mismatch}")
         self._device = "cpu" if name == "CPUExecutionProvider" else "cuda"
         self._device_id = int(opts.get("device_id", 0))
         self._output_names = [o.name for o in self._sess.get_outputs()]

@@ -110,6 +110,8 @@ COLUMNS: list[Column] = [
            "per DLA target: GPU layers the TensorRT builder put on the GPU instead (gpu_fallback; 'TYPE: name', "
            "REFORMAT copies counted apart) and how many DLA subgraphs the rest became (one per DLA loadable, "
            "not layers), e.g. 'dla0: 1 GPU layer [SOFTMAX: prob]; 1 DLA subgraph'"),
+    Column("dla_core_check", "", "ORT TensorRT EP rows on a DLA: the core requested, whether ORT's provider options "
+           "hold it, and that the core TensorRT ran on is unverified (ORT does not report it)"),
     Column("engine_build_s", "s", "seconds TensorRT spent building this row's engines (empty when all came from the cache)"),
     Column("engine_cache", "", "per target: engine cache hit, or why it was built/rebuilt (stale, foreign, corrupt)"),
     # --- artifacts
