@@ -8,7 +8,6 @@ profile_vgg19_dla0_fallback_constructed.json is constructed (DLA ForeignNodes, r
 from __future__ import annotations
 
 import csv
-import shutil
 from pathlib import Path
 
 import pytest

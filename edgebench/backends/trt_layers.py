@@ -135,7 +135,7 @@ def make_profiler(times: LayerTimes) -> Any:
     """A tensorrt.IProfiler that adds every report_layer_time(layer_name, ms) to `times`."""
     import tensorrt as trt
 
-    class Collector(trt.IProfiler):  # type: ignore[misc]
+    class Collector(trt.IProfiler):
         def __init__(self) -> None:
             trt.IProfiler.__init__(self)  # TensorRT's docs: instantiate the base class explicitly
 
@@ -187,8 +187,10 @@ def profile_prepared(prepared: Any, runs: int) -> list[LayerRow]:
         try:
             session.feed({n: np.zeros(session.host[n].shape, session.host[n].dtype) for n in session.inputs})
             names = [session.engine.get_tensor_name(i) for i in range(session.engine.num_io_tensors)]
-            times = profile_engine(session.context, [session.buffers[n] for n in names], runs,
-                                   lambda s=session: s.cuda.synchronize(s.stream))
+            def synchronize(s: TrtSession = session) -> None:
+                s.cuda.synchronize(s.stream)
+
+            times = profile_engine(session.context, [session.buffers[n] for n in names], runs, synchronize)
         finally:
             session.close()
         rows += aggregate(times, label, target.device_type if target else "gpu", inspector_types(sidecar_inspector(Path(path))))

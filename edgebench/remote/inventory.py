@@ -109,11 +109,12 @@ def _why_unparsed(captured: str, path: Path) -> str:
 
 
 def _load_with_api(path: Path, pattern: str) -> list[InventoryHost]:
-    from ansible import constants as ansible_constants  # lazy: ansible-core is optional
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
+
+    from ansible import constants as ansible_constants  # lazy: ansible-core is optional
 
     ansible_constants.INVENTORY_UNPARSED_IS_FAILED = True  # a file no plugin parses is an error, not 0 hosts
     captured = io.StringIO()
