@@ -413,7 +413,7 @@ def test_power_summary_outside_the_timeline_is_none_with_reason():
 def test_registry_makes_host_and_rejects_unknown_names(tmp_path):
     s = make_sampler("host", 0.25, sysfs_root=tmp_path)
     assert isinstance(s, HostSampler) and s.interval_s == 0.25 and s.sysfs_root == tmp_path
-    with pytest.raises(ConfigError, match=r"unknown sampler 'nvml2' \(known: host, ina3221, jtop, nvml, tegrastats\)"):
+    with pytest.raises(ConfigError, match=r"unknown sampler 'nvml2' \(known: host, ina3221, jetson_throttle, jtop, nvml, tegrastats\)"):
         make_sampler("nvml2", 0.1)
     availability = sampler_availability()
     assert availability["host"] is None  # psutil is installed here
