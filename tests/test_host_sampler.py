@@ -417,6 +417,6 @@ def test_registry_makes_host_and_rejects_unknown_names(tmp_path):
         make_sampler("nvml2", 0.1)
     availability = sampler_availability()
     assert availability["host"] is None  # psutil is installed here
-    assert set(availability) == {"host", "nvml", "jtop", "ina3221", "tegrastats"}
+    assert set(availability) == {"host", "nvml", "jtop", "ina3221", "tegrastats", "jetson_throttle"}
     if not Path("/proc/driver/nvidia").exists():  # no NVIDIA driver: NVML's absence is stated, not hidden
         assert availability["nvml"] and "NVML" in availability["nvml"]
