@@ -4,4 +4,4 @@ config.py checks a profile against these at load time; registry.SAMPLERS must pr
 (tests/test_trust.py checks both agree).
 """
 
-SAMPLER_NAMES: tuple[str, ...] = ("host", "ina3221", "jtop", "nvml", "tegrastats")
+SAMPLER_NAMES: tuple[str, ...] = ("host", "ina3221", "jetson_throttle", "jtop", "nvml", "tegrastats")
