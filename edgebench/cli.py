@@ -58,7 +58,23 @@ def _seconds(text: str) -> float:
 EXIT_PARTIAL = 3
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out")
+                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing")
+
+
+def _add_load_options(parser: argparse.ArgumentParser) -> None:
+    """Load shape and GPU sharing, shared by bench and run (override the profile's run section)."""
+    parser.add_argument("--rate", type=float, metavar="HZ",
+                        help="open loop: each instance is a stream of HZ arrivals per second; latency counts queueing")
+    parser.add_argument("--slo-ms", type=float, metavar="MS",
+                        help="with --rate: search the most streams whose p99 latency stays <= MS (slo_search.csv)")
+    parser.add_argument("--max-streams", type=int, metavar="N", help="the SLO search tries at most N streams")
+    parser.add_argument("--gpu-sharing", choices=["time-slicing", "mps"],
+                        help="mps: run GPU instances under a CUDA MPS daemon edgebench starts and stops per row")
+
+
+def _load_overrides(profile: Any, args: argparse.Namespace) -> Any:
+    return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
+                                  gpu_sharing=args.gpu_sharing)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(with --resume: which rows are done and which would run)")
     b.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_PARTIAL} when any row failed or is invalid (default: 0 when anything was measured)")
+    _add_load_options(b)
 
     r = sub.add_parser("run", help="measure one configuration")
     src = r.add_mutually_exclusive_group(required=True)
@@ -102,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=DEFAULT_OUT)
     r.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_PARTIAL} when the row failed or is invalid (default: 0 when it was measured)")
+    _add_load_options(r)
 
     e = sub.add_parser("export", help="export a model to ONNX (cached) and print where it is")
     e.add_argument("--model", required=True)
@@ -181,7 +199,7 @@ def _apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
     if args.duration is not None:
         max_d = max(profile.run["max_duration_s"], args.duration)
         profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
-    return profile.with_overrides("run", repeats=args.repeats)
+    return _load_overrides(profile.with_overrides("run", repeats=args.repeats), args)
 
 
 def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
@@ -238,8 +256,15 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     print(f"edgebench: run folder {run_dir}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
-    run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
-              on_start=start_line)
+    if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each
+        from edgebench.backends.base import Env
+        from edgebench.slo_search import run_slo_searches
+
+        run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
+                         on_start=start_line, idle_power_w=idle_w)
+    else:
+        run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
+                  on_start=start_line)
     rows = store.rows()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
     counts: dict[str, int] = {}
@@ -342,6 +367,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.duration is not None:
         profile = profile.with_overrides("run", duration_s=args.duration,
                                          max_duration_s=max(args.duration, profile.run["max_duration_s"]))
+    profile = _load_overrides(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)

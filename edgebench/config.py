@@ -23,6 +23,7 @@ MODELS_DIR = PROJECT_ROOT / "models"
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp", "int8")
 MODES = ("process", "streams")
+GPU_SHARING = ("time-slicing", "mps")  # how a row's GPU instances share the GPU (mps: edgebench runs the daemon)
 MODEL_SOURCES = ("torchvision", "builtin", "onnx")
 DTYPES = ("float32",)
 
@@ -71,6 +72,15 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "seed": Field("int", 0),
         "accuracy_samples": Field("int", 16, minimum=0, doc="fixed inputs compared against FP32 (0 = off)"),
         "repeats": Field("int", 1, minimum=1, doc="measure every config this many times (rows differ in `repeat`)"),
+        "rate_hz": Field("float|none", None, minimum=0.001,
+                         doc="open loop: each instance is a stream with this fixed arrival rate (inferences/s); "
+                             "latency counts queueing (end - scheduled arrival). null = closed loop"),
+        "slo_ms": Field("float|none", None, minimum=0.001,
+                        doc="with rate_hz: search the most streams whose p99 latency stays under this"),
+        "max_streams": Field("int", 64, minimum=1, doc="the SLO search never tries more streams than this"),
+        "gpu_sharing": Field("str", "time-slicing", choices=GPU_SHARING,
+                             doc="mps: run the row's GPU instances under a CUDA MPS daemon that edgebench "
+                                 "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed"),
         "kernel_profile_steps": Field("int", 0, minimum=0,
                                       doc="GPU: profile this many inferences of instance 0 outside the window "
                                           "to get tensor_core_time_pct (0 = off)"),
@@ -117,6 +127,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, str)
     if kind == "str|none":
         return value is None or isinstance(value, str)
+    if kind == "float|none":
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "int|auto":
@@ -157,7 +169,7 @@ def _check_value(source: str, name: str, spec: Field, value: Any) -> Any:
             raise ConfigError(source, name, f"{item!r} is not one of {', '.join(map(str, spec.choices))}")
         if spec.minimum is not None and isinstance(item, (int, float)) and item < spec.minimum:
             raise ConfigError(source, name, f"{item!r} is below the minimum {spec.minimum}")
-    if spec.kind == "float" and value is not None:
+    if spec.kind in ("float", "float|none") and value is not None:
         return float(value)
     return value
 
@@ -371,6 +383,8 @@ def _semantic_problems(prof: Profile) -> list[ConfigError]:
             src, "run.max_duration_s",
             f"{prof.run['max_duration_s']} is shorter than run.duration_s {prof.run['duration_s']}",
         ))
+    if prof.run.get("slo_ms") is not None and prof.run.get("rate_hz") is None:
+        problems.errors.append(ConfigError(src, "run.slo_ms", "needs run.rate_hz (the arrival rate of each stream)"))
     tpi = prof.run["threads_per_instance"]
     if tpi != "auto" and tpi < 1:
         problems.errors.append(ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
@@ -489,6 +503,9 @@ class RunConfig:
     kernel_profile_steps: int = 0
     options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)  # backend options, sorted
     power_mode: str | None = None  # Jetson nvpmodel mode (name or id as written in power.modes); None = unchanged
+    rate_hz: float | None = None  # open loop: arrivals per second per instance (stream); None = closed loop
+    gpu_sharing: str = "time-slicing"  # "mps": the row's instances run under an edgebench-started MPS daemon
+    slo_ms: float | None = None  # a probe of an SLO search: the row says whether its p99 stayed under this
 
     def __post_init__(self) -> None:
         if self.batch < 1:
@@ -501,6 +518,12 @@ class RunConfig:
             raise ConfigError("run config", "precision", f"{self.precision!r} is not one of {', '.join(PRECISIONS)}")
         if self.max_duration_s < self.duration_s:
             raise ConfigError("run config", "max_duration_s", "is shorter than duration_s")
+        if self.rate_hz is not None and not self.rate_hz > 0:
+            raise ConfigError("run config", "rate_hz", f"{self.rate_hz} must be > 0 (or null for a closed loop)")
+        if self.slo_ms is not None and (self.rate_hz is None or not self.slo_ms > 0):
+            raise ConfigError("run config", "slo_ms", "needs rate_hz and must be > 0")
+        if self.gpu_sharing not in GPU_SHARING:
+            raise ConfigError("run config", "gpu_sharing", f"{self.gpu_sharing!r} is not one of {', '.join(GPU_SHARING)}")
 
     @property
     def instances(self) -> int:
@@ -525,6 +548,12 @@ class RunConfig:
         d = self.to_dict()
         if d.get("power_mode") is None:  # rows without a power mode keep the hashes they had before it existed
             d.pop("power_mode", None)
+        if d.get("rate_hz") is None:  # likewise closed-loop rows and time-slicing rows
+            d.pop("rate_hz", None)
+        if d.get("gpu_sharing") == "time-slicing":
+            d.pop("gpu_sharing", None)
+        if d.get("slo_ms") is None:
+            d.pop("slo_ms", None)
         payload = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -532,4 +561,21 @@ class RunConfig:
         opts = "".join(f"/{k}={v}" for k, v in self.options)
         rep = f"/r{self.repeat}" if self.repeat else ""
         pm = f"/pm={self.power_mode}" if self.power_mode is not None else ""
-        return f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}{opts}{pm}{rep}"
+        load = f"/rate={self.rate_hz:g}" if self.rate_hz is not None else ""
+        load += f"/slo={self.slo_ms:g}ms" if self.slo_ms is not None else ""
+        load += "/mps" if self.gpu_sharing == "mps" else ""
+        return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"
+                f"{opts}{pm}{load}{rep}")
+
+    @property
+    def scenario(self) -> str:
+        """closed-loop (each instance issues its next inference when the last is done), fixed-rate (each
+        instance is an open-loop stream), or slo-search (a fixed-rate probe of a search under slo_ms)."""
+        if self.rate_hz is None:
+            return "closed-loop"
+        return "fixed-rate" if self.slo_ms is None else "slo-search"
+
+    @property
+    def uses_gpu(self) -> bool:
+        """Some placement is a CUDA GPU ('cuda', 'gpu', 'cuda:N')."""
+        return any(p in ("cuda", "gpu") or p.startswith("cuda:") for p in self.placements)

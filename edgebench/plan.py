@@ -91,9 +91,23 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list
             kernel_profile_steps=run["kernel_profile_steps"],
             options=options,
             power_mode=power_mode,
+            rate_hz=run.get("rate_hz"),
+            slo_ms=run.get("slo_ms"),
+            gpu_sharing=run.get("gpu_sharing", "time-slicing"),
         )
-        planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env)))
+        planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))
     return planned
+
+
+def gpu_sharing_skip_reason(cfg: RunConfig) -> str | None:
+    """Why an MPS row cannot run here (None for time-slicing rows and for MPS rows that can)."""
+    if cfg.gpu_sharing != "mps":
+        return None
+    from edgebench.runner.mps import mps_missing_reason
+
+    if not cfg.uses_gpu:
+        return f"gpu_sharing=mps applies to CUDA placements; {cfg.placement} has none"
+    return mps_missing_reason()
 
 
 def describe(planned: list[PlannedRun]) -> str:
@@ -107,5 +121,7 @@ def describe(planned: list[PlannedRun]) -> str:
                 f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
         extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
         extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
+        extra += f" rate={c.rate_hz:g}/s" if c.rate_hz is not None else ""
+        extra += " gpu_sharing=mps" if c.gpu_sharing == "mps" else ""
         lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
     return "\n".join(lines)

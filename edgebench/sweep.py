@@ -110,6 +110,8 @@ def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
         "placement": cfg.placement,
         "threads_per_instance": cfg.threads_per_instance,
         "power_mode": cfg.power_mode,
+        "scenario": cfg.scenario,
+        "gpu_sharing": cfg.gpu_sharing if cfg.uses_gpu else None,
     }
 
 
@@ -231,10 +233,15 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
     samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
-    outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in)
+    from edgebench.runner.mps import gpu_sharing
+
+    with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
+        outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
     _write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
     if outcome.status != "ok":
-        row.update(status="failed", reason=outcome.reason)
+        row.update(status="failed", reason="; ".join([outcome.reason, *sharing.notes]))
+        if cfg.slo_ms is not None:
+            row.update(slo_ms=cfg.slo_ms, slo_met=False)
         return row
 
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
@@ -270,6 +277,13 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if row.get("throttled"):
         row["status"] = "invalid"
         row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
+    if sharing.notes:
+        row["reason"] = "; ".join(r for r in (row["reason"], *sharing.notes) if r)
+    from edgebench.runner.load import load_fields, slo_met
+
+    row.update(load_fields(cfg, outcome.instances, summary))
+    if cfg.slo_ms is not None:
+        row["slo_met"] = slo_met(row.get("latency_ms_p99"), cfg.slo_ms, row["status"])
     if cfg.kernel_profile_steps > 0:
         row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
     if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv
@@ -304,8 +318,14 @@ def _write_row_files(row_dir: Path, cfg: RunConfig, outcome: RunOutcome, artifac
     row_dir.mkdir(parents=True, exist_ok=True)
     with gzip.open(row_dir / "latencies.csv.gz", "wt", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["instance", "placement", "start_ns", "end_ns"])
+        open_loop = any(inst.issued_ns is not None for inst in outcome.instances)
+        # fixed-rate rows: start_ns is the scheduled arrival, issued_ns when the inference really began
+        w.writerow(["instance", "placement", "start_ns", "end_ns", *(["issued_ns"] if open_loop else [])])
         for inst in outcome.instances:
+            if open_loop and inst.issued_ns is not None:
+                for s, e, i in zip(inst.start_ns.tolist(), inst.end_ns.tolist(), inst.issued_ns.tolist()):
+                    w.writerow([inst.instance, inst.placement, s, e, i])
+                continue
             for s, e in zip(inst.start_ns.tolist(), inst.end_ns.tolist()):
                 w.writerow([inst.instance, inst.placement, s, e])
     for tl in outcome.timelines:

@@ -5,6 +5,9 @@ With no options its `infer()` returns at once, so the runner's latencies are the
 into a scripted instance for harness tests:
 
   sleep_s        float  simulated work per infer (time.sleep), e.g. 0.002
+  serial_device  str    path of a lock file: infer() holds an exclusive flock on it while it sleeps, so all
+                        instances given the same path share one simulated device that serves one inference
+                        at a time (capacity 1 / sleep_s inferences per second in total, whatever the count)
   fail_instance  int    the instance index that fails; the fail_* options need it
   fail_phase     str    "open" (inside Backend.open), "warmup" or "measure"; default "measure"
   fail_after     int    completed inferences in that phase before the fault; default 0
@@ -38,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.artifacts import Artifacts
     from edgebench.config import RunConfig
 
-NULL_OPTIONS = ("sleep_s", "fail_instance", "fail_phase", "fail_after", "fail_how")
+NULL_OPTIONS = ("sleep_s", "serial_device", "fail_instance", "fail_phase", "fail_after", "fail_how")
 FAIL_PHASES = ("open", "warmup", "measure")
 FAIL_HOWS = ("raise", "exit", "kill", "hang")
 EXIT_CODE = 3
@@ -51,6 +54,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         raise BackendError(f"null backend: unknown option(s) {', '.join(unknown)} (known: {', '.join(NULL_OPTIONS)})")
     out = {
         "sleep_s": options.get("sleep_s", 0.0),
+        "serial_device": options.get("serial_device"),
         "fail_instance": options.get("fail_instance"),
         "fail_phase": options.get("fail_phase", "measure"),
         "fail_after": options.get("fail_after", 0),
@@ -58,6 +62,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     }
     if not isinstance(out["sleep_s"], (int, float)) or isinstance(out["sleep_s"], bool) or out["sleep_s"] < 0:
         raise BackendError(f"null backend: option sleep_s={out['sleep_s']!r} must be a number >= 0")
+    if out["serial_device"] is not None and (not isinstance(out["serial_device"], str) or not out["serial_device"]):
+        raise BackendError(f"null backend: option serial_device={out['serial_device']!r} must be a file path")
     fi = out["fail_instance"]
     if fi is not None and (not isinstance(fi, int) or isinstance(fi, bool) or fi < 0):
         raise BackendError(f"null backend: option fail_instance={fi!r} must be an instance index >= 0")
@@ -104,7 +110,7 @@ class NullBackend:
         faulty = opts["fail_instance"] == placement.instance
         if faulty and opts["fail_phase"] == "open":
             _inject(opts["fail_how"], placement.instance, "open", 0)
-        if faulty or opts["sleep_s"] > 0:
+        if faulty or opts["sleep_s"] > 0 or opts["serial_device"]:
             return ScriptedNullSession(prepared.input_name, placement.instance, opts, faulty)
         return NullSession(prepared.input_name)
 
@@ -148,6 +154,9 @@ class ScriptedNullSession(NullSession):
         self._fail_how = str(opts["fail_how"])
         self._phase = ""
         self._done = 0
+        self._device_fd: int | None = None
+        if opts["serial_device"]:
+            self._device_fd = os.open(opts["serial_device"], os.O_RDWR | os.O_CREAT, 0o644)
 
     def set_phase(self, phase: str) -> None:
         """Runner hook: the phase the next infer() calls belong to ("warmup", "measure")."""
@@ -157,6 +166,20 @@ class ScriptedNullSession(NullSession):
     def infer(self) -> None:
         if self._phase == self._fail_phase and self._done >= self._fail_after:
             _inject(self._fail_how, self._instance, self._phase, self._done)
-        if self._sleep_s:
+        if self._device_fd is not None:
+            import fcntl
+
+            fcntl.flock(self._device_fd, fcntl.LOCK_EX)
+            try:
+                time.sleep(self._sleep_s)
+            finally:
+                fcntl.flock(self._device_fd, fcntl.LOCK_UN)
+        elif self._sleep_s:
             time.sleep(self._sleep_s)
         self._done += 1
+
+    def close(self) -> None:
+        super().close()
+        if self._device_fd is not None:
+            os.close(self._device_fd)
+            self._device_fd = None

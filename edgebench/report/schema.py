@@ -105,6 +105,18 @@ COLUMNS: list[Column] = [
     Column("tensor_core_time_pct", "%", "share of GPU kernel time in tensor-core kernels, from a profiled pass outside the window"),
     Column("tensor_core_evidence", "", "what shows tensor cores / the precision ran (top kernels, engine layer precisions)"),
     Column("options", "", "backend options of the row, e.g. cuda_graph=True;channels_last=True"),
+    # --- load shape and GPU sharing (closed loop, fixed-rate streams, SLO search; time-slicing or MPS)
+    Column("scenario", "", "closed-loop (next inference when the last is done), fixed-rate (each instance an "
+                           "open-loop stream at rate_per_stream_hz) or slo-search (a fixed-rate probe of a search)"),
+    Column("gpu_sharing", "", "how the row's GPU instances shared the GPU: time-slicing (default) or mps "
+                              "(an MPS daemon edgebench started for the row); empty without a CUDA placement"),
+    Column("rate_per_stream_hz", "1/s", "scheduled arrivals (inferences) per second of each stream"),
+    Column("offered_rate_hz", "1/s", "scheduled arrivals per second, all streams: rate_per_stream_hz * instances"),
+    Column("achieved_rate_hz", "1/s", "inferences completed per second inside the window, all streams"),
+    Column("queue_ms_p99", "ms", "fixed-rate: 99th percentile wait between an inference's arrival and its start"),
+    Column("service_ms_p50", "ms", "fixed-rate: median time from an inference's start to its end (no queueing)"),
+    Column("slo_ms", "ms", "slo-search: the p99 latency bound the probe was judged against"),
+    Column("slo_met", "", "slo-search: true when the row is ok and latency_ms_p99 <= slo_ms"),
     # --- TensorRT engines (trt backend)
     Column("dla_fallback_layers", "layers",
            "per DLA target: GPU layers the TensorRT builder put on the GPU instead (gpu_fallback; 'TYPE: name', "

@@ -25,7 +25,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,9 +51,10 @@ class InstanceResult:
     instance: int
     placement: str
     pid: int | None
-    start_ns: np.ndarray  # int64, one per inference of the measured phase (time.monotonic_ns)
-    end_ns: np.ndarray
+    start_ns: np.ndarray  # int64, one per inference of the measured phase (time.monotonic_ns); for a
+    end_ns: np.ndarray    # fixed-rate stream start_ns is the scheduled arrival, so end - start counts queueing
     error: str | None = None  # None when this instance finished fine
+    issued_ns: np.ndarray | None = None  # fixed-rate streams: when each inference really began
 
 
 @dataclass
@@ -78,8 +79,11 @@ def run_instances(
     samplers: Sequence[Sampler] = (),
     accuracy_inputs: np.ndarray | None = None,
     on_measure_start: Callable[[list[int]], None] | None = None,
+    child_env: Mapping[str, str] | None = None,
 ) -> RunOutcome:
-    """Run cfg.instances instances of `prepared` and return their per-inference timestamps."""
+    """Run cfg.instances instances of `prepared` and return their per-inference timestamps.
+
+    `child_env` is added to every instance process's environment (e.g. the CUDA MPS pipe folder)."""
     from edgebench.backends.registry import backend_target
 
     backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
@@ -90,7 +94,7 @@ def run_instances(
                 "run_instances", "accuracy_inputs",
                 f"shape {list(accuracy_inputs.shape)} is not [N>=1, {', '.join(map(str, sample))}]",
             )
-    run = _Run(cfg, prepared, samplers, accuracy_inputs, on_measure_start)
+    run = _Run(cfg, prepared, samplers, accuracy_inputs, on_measure_start, dict(child_env or {}))
     try:
         return run.execute()
     finally:
@@ -114,9 +118,11 @@ class _Run:
         samplers: Sequence[Sampler],
         accuracy_inputs: np.ndarray | None,
         on_measure_start: Callable[[list[int]], None] | None,
+        child_env: dict[str, str] | None = None,
     ) -> None:
         import multiprocessing
 
+        self.child_env = child_env or {}
         self.cfg = cfg
         self.prepared = prepared
         self.samplers = list(samplers)
@@ -293,7 +299,7 @@ class _Run:
             acc_path = os.path.join(self.workdir, "accuracy_inputs.npy")
             np.save(acc_path, np.ascontiguousarray(self.accuracy_inputs))
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
-        with _child_env(worker.thread_env(cfg.threads_per_instance)):
+        with _child_env({**worker.thread_env(cfg.threads_per_instance), **self.child_env}):
             for group in groups:
                 reader, writer = self.ctx.Pipe(duplex=False)
                 proc = self.ctx.Process(
@@ -441,13 +447,15 @@ class _Run:
         out = []
         for i in range(self.cfg.instances):
             start = end = np.empty(0, dtype=np.int64)
+            issued = None
             error = self.errors.get(i)
             if i in self.done:
-                both = np.load(self.done[i])
-                start, end = both[0], both[1]
+                columns = np.load(self.done[i])
+                start, end = columns[0], columns[1]
+                issued = columns[2] if len(columns) > 2 else None
             elif error is None:
                 error = f"stopped: {self.fault}" if self.fault else "no result"
-            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), start, end, error))
+            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), start, end, error, issued))
         return out
 
 

@@ -10,14 +10,23 @@ corrupt another's channel):
   ("phase", i, name)          instance i entered phase name (open, accuracy, warmup)
   ("accuracy", i, path)       pickled dict of instance 0's outputs on the accuracy inputs
   ("ready", i, warmup_n)      warm-up done, about to wait on the barrier
-  ("done", i, n, path)        measured phase over; path is an .npy of shape [2, n] (start_ns, end_ns)
+  ("done", i, n, path)        measured phase over; path is an .npy of shape [2, n] (start_ns, end_ns),
+                              or [3, n] (arrival_ns, end_ns, issued_ns) for a fixed-rate stream
   ("error", i, phase, text)   an exception ended instance i
 
 The timed loop is the harness overhead the null backend measures, so it is kept lean: two clock
 reads around infer(), two stores into preallocated int64 buffers through memoryviews, and a single
 integer compare; the shared stop flag and the shared per-instance counter are touched only once per
-CHECK_INTERVAL_NS (or when the buffer must grow). Sessions may define an optional
-`set_phase(name: str)` hook ("warmup", "measure"); the null backend uses it for fault injection.
+CHECK_INTERVAL_NS (or when the buffer must grow). The buffers are allocated and every page of them
+touched before the start barrier, so neither the allocation nor first-touch page faults land inside
+the measured window. Sessions may define an optional `set_phase(name: str)` hook ("warmup",
+"measure"); the null backend uses it for fault injection.
+
+With `cfg.rate_hz` set the instance is an open-loop stream instead (`measure_fixed_rate`): arrival k is
+scheduled at t0 + phase + k / rate_hz whether or not the previous inference is done, an inference starts
+at max(its arrival, the previous one's end), and its latency is end - arrival, so time spent queued
+behind a slow predecessor counts. Stream i of n starts at phase i / (n * rate_hz): the n streams'
+arrivals are spread evenly over one period, like unsynchronised cameras, not all at the same instant.
 """
 
 from __future__ import annotations
@@ -48,6 +57,14 @@ MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the bu
 MIN_INITIAL_CAPACITY = 4096
 
 
+def setup_child(threads: int, parent_pid: int) -> None:
+    """What every instance process does first, before any framework is imported: its own process group
+    (the orchestrator kills it with killpg), death with the orchestrator, the thread caps."""
+    os.setsid()
+    _die_with_parent(parent_pid)
+    os.environ.update(thread_env(threads))
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """Environment that caps the math libraries' thread pools at `threads`."""
     return {name: str(threads) for name in THREAD_ENV_VARS}
@@ -66,6 +83,17 @@ def describe(exc: BaseException) -> str:
         return f"{name}: the start barrier broke (another instance failed or barrier_timeout_s passed)"
     text = " ".join(str(exc).split())
     return f"{name}: {text}" if text else name
+
+
+def allocate_timestamps(capacity: int, rows: int = 2) -> list[np.ndarray]:
+    """`rows` int64 buffers of `capacity` entries with every page already touched (written), so the
+    timed loop never takes a first-touch page fault; call it before the start barrier."""
+    import numpy as np
+
+    buffers = [np.empty(capacity, dtype=np.int64) for _ in range(rows)]
+    for buf in buffers:
+        buf.fill(0)
+    return buffers
 
 
 def mark_release(release_ns: Any) -> None:
@@ -95,22 +123,24 @@ def measure(
     slot: int,
     capacity: int,
     parent_pid: int | None = None,
+    buffers: list[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Timed loop until stop[0] is set. Returns (start_ns, end_ns) int64 arrays, one per inference.
 
     `stop` is a byte view of the shared stop flag; `counts` an int64 view of the shared counters,
     of which this instance writes counts[slot] (no lock: one writer, the reader only polls it).
     When the orchestrator (parent_pid) is gone the loop ends too, so an orphan never spins forever.
+    `buffers` ([starts, ends], from allocate_timestamps) are used as they are when given; the results
+    are views of them until they must grow.
     """
     import numpy as np
 
     now = time.monotonic_ns
     getppid = os.getppid
-    starts = np.empty(capacity, dtype=np.int64)
-    ends = np.empty(capacity, dtype=np.int64)
+    starts, ends = buffers if buffers is not None else allocate_timestamps(capacity)
     s = memoryview(starts)  # type: ignore[arg-type]
     e = memoryview(ends)  # type: ignore[arg-type]
-    cap = capacity
+    cap = len(starts)
     n = 0
     next_check = 0
     while True:
@@ -136,6 +166,58 @@ def measure(
     s.release()
     e.release()
     return starts[:n], ends[:n]
+
+
+def measure_fixed_rate(
+    infer: Callable[[], None],
+    stop: memoryview,
+    counts: memoryview,
+    slot: int,
+    period_ns: int,
+    first_arrival_ns: int,
+    capacity: int,
+    parent_pid: int | None = None,
+    buffers: list[np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Open-loop stream until stop[0] is set: arrival k at first_arrival_ns + k * period_ns.
+
+    Returns (arrival_ns, end_ns, issued_ns). The loop sleeps until the next arrival when it is early;
+    when it is late (the previous inference ran past this arrival) it starts at once, so the backlog
+    shows as end - arrival growing. Stop flag and orchestrator are checked before every arrival (the
+    loop sleeps anyway, a check costs nothing next to that).
+    """
+    import numpy as np
+
+    now = time.monotonic_ns
+    sleep = time.sleep
+    getppid = os.getppid
+    arrivals, ends, issued = buffers if buffers is not None else allocate_timestamps(capacity, 3)
+    cap = len(arrivals)
+    n = 0
+    while True:
+        if stop[0] or (parent_pid is not None and getppid() != parent_pid):
+            break
+        arrival = first_arrival_ns + n * period_ns
+        t0 = now()
+        if t0 < arrival:
+            sleep((arrival - t0) / 1e9)
+            t0 = now()
+        infer()
+        t1 = now()
+        if n == cap:
+            arrivals, ends, issued = (np.concatenate([a, np.empty(cap, dtype=np.int64)]) for a in (arrivals, ends, issued))
+            cap *= 2
+        arrivals[n] = arrival
+        ends[n] = t1
+        issued[n] = t0
+        n += 1
+        counts[slot] = n
+    return arrivals[:n], ends[:n], issued[:n]
+
+
+def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
+    """Offset of stream `index`'s first arrival: the streams spread evenly over one period."""
+    return (index * period_ns) // max(1, instances)
 
 
 def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str, out_path: str) -> None:
@@ -203,18 +285,26 @@ def run_instance(
             send(("phase", index, phase))
             send(("kernels", index, *profile_session(session.infer, cfg.kernel_profile_steps)))
         warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
+        rate_hz = getattr(cfg, "rate_hz", None)
+        expected_ips = rate_ips if rate_hz is None else min(rate_ips, float(rate_hz))
+        buffers = allocate_timestamps(initial_capacity(expected_ips, cfg.duration_s), 2 if rate_hz is None else 3)
         send(("ready", index, warm_n))
         phase = "barrier"
         barrier.wait(cfg.barrier_timeout_s)
         phase = "measure"
         if set_phase is not None:
             set_phase("measure")
-        starts, ends = measure(session.infer, stop, counts, index, initial_capacity(rate_ips, cfg.duration_s),
-                              parent_pid)
+        columns: tuple[np.ndarray, ...]
+        if rate_hz is None:
+            columns = measure(session.infer, stop, counts, index, 0, parent_pid, buffers)
+        else:
+            period_ns = max(1, round(1e9 / float(rate_hz)))
+            first = time.monotonic_ns() + stream_phase_ns(index, cfg.instances, period_ns)
+            columns = measure_fixed_rate(session.infer, stop, counts, index, period_ns, first, 0, parent_pid, buffers)
         phase = "collect"
         path = os.path.join(workdir, f"instance{index}.npy")
-        np.save(path, np.stack([starts, ends]))
-        send(("done", index, len(starts), path))
+        np.save(path, np.stack(columns))
+        send(("done", index, len(columns[0]), path))
         return True
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, then the child exits non-zero
         try:
@@ -254,9 +344,7 @@ def child_main(
 ) -> None:
     """Entry point of a spawned child: its own process group, then one thread per instance (streams)
     or the instance on the main thread (process). Exits 0 only when every instance finished."""
-    os.setsid()
-    _die_with_parent(parent_pid)
-    os.environ.update(thread_env(cfg.threads_per_instance))
+    setup_child(cfg.threads_per_instance, parent_pid)
     stop = memoryview(stop_raw).cast("B")
     counts = memoryview(counts_raw).cast("B").cast("q")
     lock = threading.Lock()
