@@ -80,15 +80,21 @@ class MpsDaemon:
         assert self.pipe_dir is not None and self.log_dir is not None
         return {"CUDA_MPS_PIPE_DIRECTORY": str(self.pipe_dir), "CUDA_MPS_LOG_DIRECTORY": str(self.log_dir)}
 
-    def _run(self, args: list[str], stdin: str | None, timeout_s: float) -> subprocess.CompletedProcess[str]:
-        assert self.exe is not None
+    def _run(self, args: list[str], stdin: str | None, timeout_s: float) -> tuple[int, str]:
+        """(exit code, last line of its output). Output goes through a file, not a pipe: a daemon that
+        kept an inherited pipe open would make the wait for EOF hang."""
+        assert self.exe is not None and self.log_dir is not None
+        out_path = self.log_dir / f"control-{'start' if args else 'quit'}.out"
         try:
-            return subprocess.run([self.exe, *args], input=stdin, env={**os.environ, **self.env}, capture_output=True,
-                                  text=True, timeout=timeout_s, check=False)
+            with open(out_path, "w") as out:
+                proc = subprocess.run([self.exe, *args], input=stdin, env={**os.environ, **self.env}, stdout=out,
+                                      stderr=subprocess.STDOUT, text=True, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             raise MpsError(f"{MPS_CONTROL} {' '.join(args) or '(quit)'} did not return within {timeout_s:g} s") from None
         except OSError as exc:
             raise MpsError(f"{MPS_CONTROL} could not run: {exc}") from None
+        lines = out_path.read_text(errors="replace").strip().splitlines()
+        return proc.returncode, lines[-1] if lines else "no output"
 
     def start(self) -> dict[str, str]:
         reason = mps_missing_reason()
@@ -102,11 +108,10 @@ class MpsDaemon:
             self._own_tmp = pipe = Path(tempfile.mkdtemp(prefix="edgebench-mps-"))
         pipe.mkdir(parents=True, exist_ok=True)
         self.pipe_dir = pipe
-        proc = self._run(["-d"], None, self.start_timeout_s)
-        if proc.returncode != 0:
+        code, tail = self._run(["-d"], None, self.start_timeout_s)
+        if code != 0:
             self._drop_tmp()
-            tail = (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1:] or ["no output"]
-            raise MpsError(f"{MPS_CONTROL} -d failed (exit {proc.returncode}): {tail[0]}; logs in {self.log_dir}")
+            raise MpsError(f"{MPS_CONTROL} -d failed (exit {code}): {tail}; logs in {self.log_dir}")
         self.running = True
         control = pipe / "control"
         deadline = time.monotonic() + self.start_timeout_s
@@ -125,10 +130,9 @@ class MpsDaemon:
         self.running = False
         problems = []
         try:
-            proc = self._run([], "quit\n", self.stop_timeout_s)
-            if proc.returncode != 0:
-                tail = (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1:] or ["no output"]
-                problems.append(f"MPS daemon quit failed (exit {proc.returncode}): {tail[0]}; "
+            code, tail = self._run([], "quit\n", self.stop_timeout_s)
+            if code != 0:
+                problems.append(f"MPS daemon quit failed (exit {code}): {tail}; "
                                 f"stop it with CUDA_MPS_PIPE_DIRECTORY={self.pipe_dir} {MPS_CONTROL} <<< quit")
         except MpsError as exc:
             problems.append(str(exc))
