@@ -182,3 +182,11 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     assert float(rows[over]["offered_rate_hz"]) == over * rate_hz
     assert float(rows[over]["achieved_rate_hz"]) < 0.97 * float(rows[over]["offered_rate_hz"])
     assert float(rows[2]["achieved_rate_hz"]) == pytest.approx(2 * rate_hz, rel=0.05)
+    # the report's latency-vs-load figure plots exactly these rows, with the SLO as a reference line
+    from edgebench.report.load_plots import latency_vs_load
+    from edgebench.report.runs import load_runs
+
+    (fig,) = latency_vs_load(load_runs([run]))
+    p99 = next(s for s in fig.series if s.label == "p99")
+    assert sorted((p.x, p.y) for p in p99.points) == sorted((float(n), float(r["latency_ms_p99"])) for n, r in rows.items())
+    assert fig.references[0].line_y[0] == 40.0 and "SLO missed" in fig.caption[-1]

@@ -418,8 +418,10 @@ def timeline_figures(runs: list[Run], max_rows: int | None = None) -> list[Figur
 
 
 def all_figures(runs: list[Run], max_timelines: int | None = None) -> list[FigureData]:
+    from edgebench.report.load_plots import latency_vs_load
+
     return [*throughput_vs_batch(runs), *throughput_vs_instances(runs), *latency_vs_batch(runs),
-            *energy_vs_batch(runs), *timeline_figures(runs, max_timelines)]
+            *energy_vs_batch(runs), *latency_vs_load(runs), *timeline_figures(runs, max_timelines)]
 
 
 # ------------------------------------------------------------------------------------ drawing

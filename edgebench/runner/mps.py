@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config import RunConfig
 
 MPS_CONTROL = "nvidia-cuda-mps-control"
-PIPE_DIR_MAX_CHARS = 80  # Unix socket paths are limited to 107 bytes; the daemon appends its own names
+PIPE_DIR_MAX_CHARS = 60  # Unix socket paths are limited to 107 bytes; the daemon adds its own file names
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 30.0
 

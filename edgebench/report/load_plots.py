@@ -1,0 +1,68 @@
+"""Latency vs load: p50 and p99 latency of fixed-rate / slo-search rows against the number of streams.
+
+One figure per (model, backend, precision, batch, mode, gpu_sharing, rate per stream). Latency there counts
+queueing (end - scheduled arrival), so the p99 curve bends up where the device runs out of capacity; the
+SLO of slo-search rows is a dashed horizontal line, and the caption lists offered vs achieved rate per
+stream count. Closed-loop rows are not load curves and are left out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from edgebench.report.plots import (
+    FigureData,
+    Series,
+    _count_caption,
+    _facet_slug,
+    _facets,
+    _series_from_rows,
+    _x_axis,
+)
+from edgebench.report.runs import Run, num
+
+LOAD_FACET = ("model", "backend", "precision", "batch", "mode", "gpu_sharing", "rate_per_stream_hz", "options")
+OPEN_LOOP = ("fixed-rate", "slo-search")
+
+
+def latency_vs_load(runs: list[Run]) -> list[FigureData]:
+    figures = []
+    for values, members in _facets(runs, LOAD_FACET).items():
+        members = [(r, row) for r, row in members if row.get("scenario") in OPEN_LOOP]
+        if not members:
+            continue
+        rate = values[LOAD_FACET.index("rate_per_stream_hz")]
+        keys = dict(zip(LOAD_FACET, values))
+        title = (f"Latency vs load: {keys['model']} {keys['backend']} {keys['precision']} b{keys['batch']}, "
+                 f"streams of {float(rate):g}/s" + (f", {keys['gpu_sharing']}" if keys["gpu_sharing"] else ""))
+        fig = FigureData(_facet_slug("latency_vs_load", LOAD_FACET, values), title,
+                         f"streams (each {float(rate):g} arrivals/s)", ["latency incl. queueing (ms)"])
+        fig.counts, fig.caption = _count_caption(members)
+        rows = [row for _r, row in members]
+        for col, label, style, marker in (("latency_ms_p50", "p50", "-", "o"), ("latency_ms_p99", "p99", "--", "^")):
+            s, _empty = _series_from_rows(label, rows, "instances", col)
+            if s.points:
+                s.color_key, s.linestyle, s.marker = label, style, marker
+                fig.series.append(s)
+        xs = {p.x for s in fig.series for p in s.points}
+        slos = sorted({v for row in rows if (v := num(row, "slo_ms")) is not None})
+        for slo in slos:
+            ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
+            ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
+            fig.references.append(ref)
+        rates: dict[float, list[str]] = defaultdict(list)
+        for row in sorted(rows, key=lambda r: num(r, "instances") or 0):
+            n, offered, achieved = num(row, "instances"), num(row, "offered_rate_hz"), num(row, "achieved_rate_hz")
+            if n is not None and offered is not None and achieved is not None:
+                met = {"true": ", SLO met", "false": ", SLO missed"}.get(row.get("slo_met", ""), "")
+                rates[n].append(f"{n:g}: {achieved:.4g}/{offered:.4g}{met}")
+        if rates:
+            fig.caption.append("streams: achieved/offered inferences per second: "
+                               + "; ".join(t for n in sorted(rates) for t in rates[n]))
+        if not fig.series:
+            fig.absent_reason = "no latency value in any fixed-rate row of this facet"
+        ys = [p.y for s in fig.series for p in s.points if p.y is not None and p.y > 0] + slos
+        fig.y_log = bool(ys and max(ys) / min(ys) > 20)
+        _x_axis(fig, xs)
+        figures.append(fig)
+    return figures
