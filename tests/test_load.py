@@ -147,7 +147,7 @@ sweep:
   option_sets: [{{sleep_s: {sleep_s}, serial_device: "{lock}"}}]
 run:
   warmup_s: 0.1
-  duration_s: 1.5
+  duration_s: 2.5
   max_duration_s: 6.0
   accuracy_samples: 0
   stability_tolerance_pct: 60.0
@@ -158,14 +158,15 @@ telemetry:
 
 def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: Path):
     """2 ms per inference on one shared device = 500 inferences/s; at 90/s per stream 5 streams fit (90%),
-    6 streams (540/s) overload it and their p99 grows past the SLO. Latency without queueing would meet
-    the SLO at every count and the search would answer max_streams (12)."""
+    6 streams (540/s) overload it and their p99 grows past the SLO (the backlog grows for 2.5 s: hundreds of
+    ms). Latency without queueing would meet the SLO at every count and the search would answer max_streams
+    (12)."""
     pytest.importorskip("torch", reason="the sweep exports tiny_cnn to ONNX with torch (pip install 'edgebench[export]')")
     sleep_s, rate_hz = 0.002, 90.0
     capacity = int(1 / (sleep_s * rate_hz))
     (tmp_path / "slonull.yaml").write_text(SLO_PROFILE.format(sleep_s=sleep_s, lock=tmp_path / "device.lock"))
     rc = main(["--cache", str(tmp_path / "cache"), "bench", "--device", str(tmp_path / "slonull.yaml"),
-               "--out", str(tmp_path / "runs"), "--rate", str(rate_hz), "--slo-ms", "40", "--max-streams", "12"])
+               "--out", str(tmp_path / "runs"), "--rate", str(rate_hz), "--slo-ms", "100", "--max-streams", "12"])
     assert rc == 0
     (run,) = (tmp_path / "runs").iterdir()
     with open(run / "slo_search.csv", newline="") as fh:
@@ -175,7 +176,7 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     found = int(search["max_streams_under_slo"])
     assert capacity - 1 <= found <= capacity, search["probes"]
     assert search["capped_at_max_streams"] == "false"
-    assert all(r["scenario"] == "slo-search" and r["slo_ms"] == "40.0" for r in rows.values())
+    assert all(r["scenario"] == "slo-search" and r["slo_ms"] == "100.0" for r in rows.values())
     assert rows[found]["slo_met"] == "true"
     over = min(n for n in rows if n > capacity)  # the search probed some overloaded count
     assert rows[over]["slo_met"] == "false"
@@ -189,4 +190,13 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     (fig,) = latency_vs_load(load_runs([run]))
     p99 = next(s for s in fig.series if s.label == "p99")
     assert sorted((p.x, p.y) for p in p99.points) == sorted((float(n), float(r["latency_ms_p99"])) for n, r in rows.items())
-    assert fig.references[0].line_y[0] == 40.0 and "SLO missed" in fig.caption[-1]
+    assert fig.references[0].line_y[0] == 100.0 and "SLO missed" in fig.caption[-1]
+
+
+def test_a_slow_stream_stops_while_waiting_for_its_next_arrival():
+    """One arrival every 20 s, a 0.3 s window: the stream must not sleep past the stop signal (collect
+    deadline 3 s), and the arrival it was waiting for is not recorded."""
+    cfg = null_cfg(1, 0.05, 0.3, {}, collect_timeout_s=3.0)
+    outcome, summary, fields = run_null(cfg)
+    (inst,) = outcome.instances
+    assert len(inst.start_ns) == 1 and fields["offered_rate_hz"] == 0.05

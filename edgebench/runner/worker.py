@@ -53,6 +53,7 @@ THREAD_ENV_VARS = (
     "VECLIB_MAXIMUM_THREADS",
 )
 CHECK_INTERVAL_NS = 1_000_000  # stop flag / shared counter are looked at once per millisecond
+MAX_SLEEP_NS = 50_000_000  # a fixed-rate stream waiting for its next arrival looks at the stop flag this often
 MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the buffers double past it
 MIN_INITIAL_CAPACITY = 4096
 
@@ -183,8 +184,8 @@ def measure_fixed_rate(
 
     Returns (arrival_ns, end_ns, issued_ns). The loop sleeps until the next arrival when it is early;
     when it is late (the previous inference ran past this arrival) it starts at once, so the backlog
-    shows as end - arrival growing. Stop flag and orchestrator are checked before every arrival (the
-    loop sleeps anyway, a check costs nothing next to that).
+    shows as end - arrival growing. Stop flag and orchestrator are checked before every arrival and
+    every MAX_SLEEP_NS while waiting for one (the loop sleeps anyway, a check costs nothing next to that).
     """
     import numpy as np
 
@@ -199,9 +200,11 @@ def measure_fixed_rate(
             break
         arrival = first_arrival_ns + n * period_ns
         t0 = now()
-        if t0 < arrival:
-            sleep((arrival - t0) / 1e9)
+        while t0 < arrival and not stop[0]:  # in slices, so a slow stream still sees the stop flag soon
+            sleep(min(arrival - t0, MAX_SLEEP_NS) / 1e9)
             t0 = now()
+        if t0 < arrival:
+            break  # stopped while waiting for this arrival: it never happened
         infer()
         t1 = now()
         if n == cap:
