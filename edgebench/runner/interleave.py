@@ -262,7 +262,7 @@ def run_interleaved(cfg: RunConfig, prepared: Prepared, framework: str, *, pairs
                     bare.conn.send(("go", slice_s))
                     _, n, span_ns = bare.expect("slice", slice_s + 60.0)
                 else:
-                    active = [make_sampler(name, sampler_interval_s) for name in samplers]
+                    active = [make_sampler(name, sampler_interval_s, placements=cfg.placements) for name in samplers]
                     for s in active:
                         s.watch_pids([eb.proc.pid])
                         s.start()
