@@ -101,10 +101,9 @@ def test_instances_run_as_clients_of_a_daemon_started_before_and_quit_after(fake
         for pid in pids:
             raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             seen[pid] = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-        daemon_pid.append(int((pipe_dir / "daemon.pid").read_text()))
+        daemon_pid.append(int((Path(sharing.env["CUDA_MPS_PIPE_DIRECTORY"]) / "daemon.pid").read_text()))
 
     row_dir = tmp_path / "row"
-    pipe_dir = row_dir / "mps-pipe"
     with gpu_sharing(cfg, row_dir) as sharing:
         assert calls(row_dir / "mps-log") == ["start"]
         outcome = run_instances(cfg, prepared, child_env=sharing.env, on_measure_start=read_env)
@@ -113,7 +112,7 @@ def test_instances_run_as_clients_of_a_daemon_started_before_and_quit_after(fake
     assert sharing.mode == "mps" and sharing.notes == []
     assert len(seen) == 2
     for env in seen.values():
-        assert env["CUDA_MPS_PIPE_DIRECTORY"] == str(pipe_dir.resolve())
+        assert env["CUDA_MPS_PIPE_DIRECTORY"] == sharing.env["CUDA_MPS_PIPE_DIRECTORY"]
         assert env["CUDA_MPS_LOG_DIRECTORY"] == str((row_dir / "mps-log").resolve())
     assert calls(row_dir / "mps-log") == ["start", "quit"]
     assert not alive(daemon_pid[0])
@@ -141,14 +140,14 @@ def test_daemon_is_quit_when_edgebench_gets_sigterm(fake_mps, tmp_path):
         from edgebench.runner.mps import gpu_sharing
         cfg = RunConfig(model="m", backend="null", precision="fp32", batch=1, placements=("cuda:0",),
                         gpu_sharing="mps")
-        with gpu_sharing(cfg, {str(tmp_path / 'row')!r}):
-            print("running", flush=True)
+        with gpu_sharing(cfg, {str(tmp_path / 'row')!r}) as sharing:
+            print(sharing.env["CUDA_MPS_PIPE_DIRECTORY"], flush=True)
             time.sleep(60)
     """)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "running"
-    pid = int((tmp_path / "row" / "mps-pipe" / "daemon.pid").read_text())
+    assert proc.stdout is not None
+    pid = int((Path(proc.stdout.readline().strip()) / "daemon.pid").read_text())
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 128 + signal.SIGTERM
     assert calls(tmp_path / "row" / "mps-log") == ["start", "quit"]
