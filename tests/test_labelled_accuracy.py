@@ -89,19 +89,19 @@ def bench_run(digits, tmp_path_factory) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
     proc = subprocess.run(
         [sys.executable, "-m", "edgebench", "bench", "--device", "smoke", "--models", "small_cnn",
-         "--precisions", "fp32,int8", "--batches", "4", "--instances", "1", "--duration", "0.3",
+         "--precisions", "fp32,int8", "--backends", "ort,torch", "--batches", "4", "--instances", "1", "--duration", "0.3",
          "--weights", str(digits["weights"]), "--dataset", str(digits["folder"]),
          "--accuracy-samples", str(EVAL_SAMPLES), "--calibration-samples", str(CALIB_SAMPLES), "--out", str(out)],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = [d for d in out.iterdir() if d.is_dir()]
     with open(run_dir / "results.csv", newline="") as fh:
-        rows = {r["precision"]: r for r in csv.DictReader(fh)}
+        rows = {(r["backend"], r["precision"]): r for r in csv.DictReader(fh)}
     return {"run_dir": run_dir, "rows": rows}
 
 
 def test_fp32_top1_equals_an_independent_computation(digits, bench_run):
-    row = bench_run["rows"]["fp32"]
+    row = bench_run["rows"][("ort", "fp32")]
     assert row["status"] in MEASURED, row["reason"]
     subset = json.loads((bench_run["run_dir"] / row["artifact_dir"] / "accuracy_subset.json").read_text())
     assert len(subset["files"]) == EVAL_SAMPLES == int(row["accuracy_samples"])
@@ -125,7 +125,7 @@ def test_fp32_top1_equals_an_independent_computation(digits, bench_run):
 
 def test_int8_is_calibrated_on_a_disjoint_labelled_subset_and_close_to_fp32(bench_run):
     rows = bench_run["rows"]
-    fp32, int8 = rows["fp32"], rows["int8"]
+    fp32, int8 = rows[("ort", "fp32")], rows[("ort", "int8")]
     assert int8["status"] in MEASURED, int8["reason"]
     assert int(int8["accuracy_samples"]) == EVAL_SAMPLES
     assert abs(float(int8["accuracy_top1_pct"]) - float(fp32["accuracy_top1_pct"])) <= INT8_TOLERANCE_PP
@@ -141,3 +141,14 @@ def test_int8_is_calibrated_on_a_disjoint_labelled_subset_and_close_to_fp32(benc
     # every precision is scored on the same images
     fp32_eval = json.loads((run_dir / fp32["artifact_dir"] / "accuracy_subset.json").read_text())["files"]
     assert fp32_eval == evaluated and fp32["accuracy_subset_sha256"] == int8["accuracy_subset_sha256"]
+
+
+def test_torch_backend_scores_the_same_weights_on_the_same_images(bench_run):
+    """--weights reaches the torch backend's own model build (not only the ONNX export)."""
+    ort_row, torch_row = bench_run["rows"][("ort", "fp32")], bench_run["rows"][("torch", "fp32")]
+    assert torch_row["status"] in MEASURED, torch_row["reason"]
+    assert torch_row["weights"] == ort_row["weights"]
+    assert torch_row["accuracy_subset_sha256"] == ort_row["accuracy_subset_sha256"]
+    assert abs(float(torch_row["accuracy_top1_pct"]) - float(ort_row["accuracy_top1_pct"])) <= 100.0 / EVAL_SAMPLES
+    assert float(torch_row["accuracy_top1_agreement_pct"]) >= 99.0
+    assert bench_run["rows"][("torch", "int8")]["status"] == "skipped"
