@@ -152,3 +152,21 @@ def test_torch_backend_scores_the_same_weights_on_the_same_images(bench_run):
     assert abs(float(torch_row["accuracy_top1_pct"]) - float(ort_row["accuracy_top1_pct"])) <= 100.0 / EVAL_SAMPLES
     assert float(torch_row["accuracy_top1_agreement_pct"]) >= 99.0
     assert bench_run["rows"][("torch", "int8")]["status"] == "skipped"
+
+
+def test_report_table_shows_accuracy_vs_precision(bench_run):
+    from edgebench.report.accuracy_table import accuracy_table
+    from edgebench.report.runs import load_runs
+
+    table = accuracy_table(load_runs([bench_run["run_dir"]]))
+    assert table is not None
+    by = {(r["backend"], r["precision"]): r for r in table.records}
+    assert set(by) == {("ort", "fp32"), ("ort", "int8"), ("torch", "fp32")}  # the skipped torch int8 is left out
+    rows = bench_run["rows"]
+    change = float(rows[("ort", "int8")]["accuracy_top1_pct"]) - float(rows[("ort", "fp32")]["accuracy_top1_pct"])
+    assert by[("ort", "int8")]["top1_change_vs_fp32_pp"] == pytest.approx(change)
+    assert by[("ort", "int8")]["calibration"].startswith(f"labelled, {CALIB_SAMPLES} samples")
+    from edgebench.report.tables import fmt_num
+
+    line = next(ln for ln in table.to_markdown().splitlines() if "| ort | int8 |" in ln)
+    assert f"| {fmt_num(float(rows[('ort', 'int8')]['accuracy_top1_pct']))} |" in line
