@@ -218,7 +218,7 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
         "exporter": exporter,
         "opset": opset,
         "seed": seed,
-        "weights": _weights_label(spec),
+        "weights": spec.weights_label,
         "weights_sha256": sha256_file(weights) if weights is not None else None,
         "weights_missing": spec.weights if spec.weights and weights is None else None,
         "init": ("torchvision weights (torchvision's loader, torch hub cache)" if _is_torchvision(spec) else
@@ -426,12 +426,6 @@ def _default_opset(proto: Any) -> int:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _weights_label(spec: ModelSpec) -> str:
-    from edgebench.weights import resolve_weights
-
-    return resolve_weights(spec).label
 
 
 def _is_torchvision(spec: ModelSpec) -> bool:

@@ -187,3 +187,28 @@ def test_topk_counts_hits_and_nan_is_wrong():
     assert score(logits, labels) == {"accuracy_top1_pct": 25.0, "accuracy_top5_pct": 50.0}
     with pytest.raises(ValueError, match="label 9"):
         score(logits, np.array([1, 1, 0, 9]))
+
+
+def test_tensorrt_calibrator_data_recreates_the_labelled_calibration_subset(tmp_path):
+    """The int8 sidecar's record is what the TensorRT entropy calibrator re-reads (trt_logic.recorded_calibration):
+    it must give back the same labelled images, byte for byte, and refuse a changed data set."""
+    from edgebench.backends.trt_logic import recorded_calibration
+    from edgebench.calibration import calibration_batches
+
+    root = _folder(tmp_path, [str(i) for i in range(3)], per_class=5)
+    labelled = {"dataset": str(root), "labels": None,
+                "preprocess": Preprocess.checked("m.yaml", (3, 4, 4)).to_dict()}
+    data, record = calibration_batches("labelled", (3, 4, 4), 6, seed=1, labelled=labelled)
+    assert data.shape == (6, 3, 4, 4) and record["count"] == 6 and len(record["files"]) == 6
+    ds = load_labelled(root)
+    _, calib = ds.split(0, 6, seed=1)
+    assert record["files"] == [ds.files[i] for i in calib]
+    again = recorded_calibration(record, (3, 4, 4))
+    assert np.array_equal(again, data)
+    from PIL import Image
+
+    Image.new("RGB", (4, 4), (255, 255, 255)).save(root / record["files"][0])  # a calibration image changes
+    with pytest.raises(ModelError, match="changed since it was recorded"):
+        recorded_calibration(record, (3, 4, 4))
+    with pytest.raises(ModelError, match="no labelled data set"):
+        calibration_batches("labelled", (3, 4, 4), 2, seed=0, labelled=None)
