@@ -88,10 +88,11 @@ class Preprocess:
             from PIL import Image
         except ImportError:
             raise ModelError(f"{path}: reading images needs Pillow (pip install pillow)") from None
-        resample = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}[self.interpolation]
+        resample = {"nearest": Image.Resampling.NEAREST, "bilinear": Image.Resampling.BILINEAR,
+                    "bicubic": Image.Resampling.BICUBIC}[self.interpolation]
         try:
-            with Image.open(path) as img:
-                img = img.convert("RGB" if self.channels == 3 else "L")
+            with Image.open(path) as src:
+                img = src.convert("RGB" if self.channels == 3 else "L")
                 if self.resize is None:
                     img = img.resize((self.width, self.height), resample)
                 else:
@@ -99,8 +100,7 @@ class Preprocess:
                     short, long = (w, h) if w <= h else (h, w)
                     new_long = int(self.resize * long / short)
                     size = (self.resize, new_long) if w <= h else (new_long, self.resize)
-                    img = img.resize(size, resample)
-                    img = _center_crop(img, self.height, self.width)
+                    img = _center_crop(img.resize(size, resample), self.height, self.width)
                 arr = np.asarray(img, dtype=np.float32) / 255.0
         except OSError as exc:
             raise ModelError(f"{path}: not a readable image ({exc})") from None
