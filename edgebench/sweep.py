@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("edgebench")
 
 
+REFERENCE_CHUNK = 256  # samples per FP32-reference batch
+
+
 def new_run_id(device: str) -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S") + f"-{device}"
 
@@ -89,9 +92,14 @@ class ModelCache:
     def reference(self, spec: ModelSpec, inputs: np.ndarray, seed: int) -> np.ndarray:
         key = (spec.name, int(inputs.shape[0]), seed)
         if key not in self._refs:
+            import numpy as np
+
             from edgebench.accuracy import reference_outputs
 
-            self._refs[key] = reference_outputs(str(self.fp32(spec).path), spec.input_name, inputs)
+            # in chunks: a labelled set of thousands of 224x224 images in one ONNX Runtime batch needs tens of GB
+            path = str(self.fp32(spec).path)
+            self._refs[key] = np.concatenate([reference_outputs(path, spec.input_name, inputs[i:i + REFERENCE_CHUNK])
+                                              for i in range(0, len(inputs), REFERENCE_CHUNK)])
         return self._refs[key]
 
 
