@@ -54,7 +54,7 @@ print(f"ResNet-50 trained on digits ({train['train_images']} images, {train['epo
       f"{train['train_s']} s on {train['gpu']}); independent plain-torch fp32 top-1 on the "
       f"{train['evaluated_images']} evaluated images: {train['independent_fp32_top1_pct']:.2f}%\n")
 cols = ["backend", "precision", "status", "accuracy_top1_pct", "accuracy_top5_pct", "accuracy_top1_agreement_pct",
-        "accuracy_samples", "calibration_source", "calibration_samples", "throughput_ips", "provider"]
+        "accuracy_samples", "calibration_source", "throughput_ips", "provider"]
 print("| " + " | ".join(cols) + " |")
 print("|" + "---|" * len(cols))
 for run in runs:

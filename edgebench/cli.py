@@ -58,7 +58,7 @@ def _seconds(text: str) -> float:
 EXIT_PARTIAL = 3
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out")
+                    "repeats", "out", "weights", "dataset", "labels", "accuracy_samples", "calibration_samples")
 
 
 def _accuracy_arguments(p: argparse.ArgumentParser) -> None:

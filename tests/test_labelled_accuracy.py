@@ -165,7 +165,7 @@ def test_report_table_shows_accuracy_vs_precision(bench_run):
     rows = bench_run["rows"]
     change = float(rows[("ort", "int8")]["accuracy_top1_pct"]) - float(rows[("ort", "fp32")]["accuracy_top1_pct"])
     assert by[("ort", "int8")]["top1_change_vs_fp32_pp"] == pytest.approx(change)
-    assert by[("ort", "int8")]["calibration"].startswith(f"labelled, {CALIB_SAMPLES} samples")
+    assert by[("ort", "int8")]["calibration"].startswith(f"labelled ({CALIB_SAMPLES} samples")
     from edgebench.report.tables import fmt_num
 
     line = next(ln for ln in table.to_markdown().splitlines() if "| ort | int8 |" in ln)

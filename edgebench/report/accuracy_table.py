@@ -36,11 +36,7 @@ def accuracy_records(run: Run) -> list[dict[str, Any]]:
                                    accuracy_top5_pct=_median(rows, "accuracy_top5_pct"),
                                    accuracy_top1_agreement_pct=_median(rows, "accuracy_top1_agreement_pct"),
                                    accuracy_samples=int(num(rows[0], "accuracy_samples") or 0) or None,
-                                   calibration="")
-        first = rows[0]
-        if first.get("calibration_source"):
-            rec["calibration"] = (f"{first['calibration_source']}, {first.get('calibration_samples', '')} samples, "
-                                  f"seed {first.get('calibration_seed', '')}")
+                                   calibration=rows[0].get("calibration_source", "") or "")
         out.append(rec)
     fp32 = {(r["model"], r["weights"], r["backend"], r["options"]): r["accuracy_top1_pct"]
             for r in out if r["precision"] == "fp32"}
