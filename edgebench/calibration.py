@@ -1,4 +1,6 @@
-"""Calibration data for INT8 quantization: seeded synthetic inputs, or a folder of .npy files / images.
+"""Calibration data for INT8 quantization: seeded synthetic inputs, a folder of .npy files / images, or
+"labelled": a subset of the labelled data set disjoint from the images accuracy is evaluated on
+(edgebench.labelled), preprocessed like them.
 
 Every call returns the array and a record of exactly what it holds (source, count, seed, sha256 of the
 array bytes, the files read), which goes into the int8 artifact's sidecar and its cache key.
@@ -22,13 +24,15 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def calibration_batches(
-    source: str, input_shape: tuple[int, ...], samples: int, seed: int
+    source: str, input_shape: tuple[int, ...], samples: int, seed: int, labelled: dict[str, Any] | None = None
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Return `samples` inputs shaped [samples, *input_shape] (float32) and the record describing them.
 
     source "synthetic": seeded standard normal. Otherwise a folder of .npy files (each one sample, or a
     batch whose trailing dims are `input_shape`) or .jpg/.png images (resized to HxW, ImageNet-normalized,
     CHW). Files are read in sorted name order; the first `samples` samples are used.
+    source "labelled": `labelled` = {"dataset", "labels", "preprocess"} (labelled_source()); the calibration
+    subset of that data set (the back of its seeded shuffle, see edgebench.labelled).
     """
     import numpy as np
 
@@ -39,6 +43,10 @@ def calibration_batches(
     if source == "synthetic":
         rng = np.random.default_rng(seed)
         data = rng.standard_normal((samples, *shape), dtype=np.float32)
+    elif source == "labelled":
+        data, files = _from_labelled(labelled, shape, samples, seed)
+        record["files"] = files
+        record["labelled"] = dict(labelled or {})
     else:
         data, files = _from_folder(Path(source), shape, samples)
         record["files"] = files
@@ -47,6 +55,32 @@ def calibration_batches(
     record["shape"] = list(data.shape)
     record["sha256"] = hashlib.sha256(data.tobytes()).hexdigest()
     return data, record
+
+
+def _from_labelled(labelled: dict[str, Any] | None, shape: tuple[int, ...], samples: int,
+                   seed: int) -> tuple[np.ndarray, list[str]]:
+    from edgebench.labelled import Preprocess, load_labelled
+
+    if not labelled or not labelled.get("dataset"):
+        raise ModelError("calibration.source is 'labelled' but no labelled data set is given "
+                         "(accuracy.dataset / --dataset)")
+    pre = Preprocess(**{k: tuple(v) if isinstance(v, list) else v for k, v in labelled["preprocess"].items()})
+    if (pre.channels, pre.height, pre.width) != tuple(shape):
+        raise ModelError(f"calibration: preprocessing gives {[pre.channels, pre.height, pre.width]}, "
+                         f"the model takes {list(shape)}")
+    ds = load_labelled(labelled["dataset"], labelled.get("labels"))
+    _, calib = ds.split(0, samples, seed)
+    return ds.load(calib, pre), [ds.files[i] for i in calib]
+
+
+def labelled_source(spec: Any, calibration: Any) -> dict[str, Any] | None:
+    """What calibration_batches needs for source "labelled" with this model (None for other sources)."""
+    if str(calibration.get("source", "synthetic")) != "labelled":
+        return None
+    from edgebench.weights import preprocess_for
+
+    return {"dataset": calibration.get("dataset"), "labels": calibration.get("labels"),
+            "preprocess": preprocess_for(spec).to_dict()}
 
 
 def _from_folder(folder: Path, shape: tuple[int, ...], samples: int) -> tuple[np.ndarray, list[str]]:

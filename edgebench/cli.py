@@ -58,7 +58,8 @@ def _seconds(text: str) -> float:
 EXIT_PARTIAL = 3
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing")
+                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
+                    "labels", "accuracy_samples", "calibration_samples")
 
 
 def _add_load_options(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +76,27 @@ def _add_load_options(parser: argparse.ArgumentParser) -> None:
 def _load_overrides(profile: Any, args: argparse.Namespace) -> Any:
     return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
                                   gpu_sharing=args.gpu_sharing)
+
+
+def _accuracy_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("accuracy (real weights, labelled images)")
+    g.add_argument("--weights", help="weights for every model: torchvision:IMAGENET1K_V2 (torchvision's enum member, "
+                                     "from torch's cache or downloaded into it) or a state_dict file")
+    g.add_argument("--dataset", metavar="FOLDER", help="labelled images (class subfolders, or flat + --labels): "
+                                                       "rows get accuracy_top1_pct/top5_pct; int8 calibrates on a "
+                                                       "disjoint subset of it unless the profile names a source")
+    g.add_argument("--labels", metavar="FILE", help="'<image> <class index>' lines for a flat --dataset folder")
+    g.add_argument("--accuracy-samples", type=int, metavar="N", help="images (inputs) each row is scored on")
+    g.add_argument("--calibration-samples", type=int, metavar="N", help="int8 calibration images")
+
+
+def _apply_accuracy(profile: Any, args: argparse.Namespace) -> Any:
+    """--weights/--dataset/--labels/--accuracy-samples/--calibration-samples into the profile (so profile.yaml
+    of the run folder keeps them for --resume)."""
+    profile = profile.with_overrides("accuracy", weights=args.weights, dataset=args.dataset, labels=args.labels)
+    profile = profile.with_overrides("run", accuracy_samples=args.accuracy_samples)
+    source = "labelled" if args.dataset and profile.calibration["source"] == "synthetic" else None
+    return profile.with_overrides("calibration", source=source, samples=args.calibration_samples)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_PARTIAL} when any row failed or is invalid (default: 0 when anything was measured)")
     _add_load_options(b)
+    _accuracy_arguments(b)
 
     r = sub.add_parser("run", help="measure one configuration")
     src = r.add_mutually_exclusive_group(required=True)
@@ -120,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_PARTIAL} when the row failed or is invalid (default: 0 when it was measured)")
     _add_load_options(r)
+    _accuracy_arguments(r)
 
     e = sub.add_parser("export", help="export a model to ONNX (cached) and print where it is")
     e.add_argument("--model", required=True)
@@ -199,7 +223,7 @@ def _apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
     if args.duration is not None:
         max_d = max(profile.run["max_duration_s"], args.duration)
         profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
-    return _load_overrides(profile.with_overrides("run", repeats=args.repeats), args)
+    return _apply_accuracy(_load_overrides(profile.with_overrides("run", repeats=args.repeats), args), args)
 
 
 def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
@@ -252,7 +276,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     from edgebench.console import progress_line, start_line, summary_table
     from edgebench.sweep import ModelCache, idle_baseline, run_sweep
 
-    models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {})
+    models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {},
+                        accuracy=dict(profile.accuracy))
     print(f"edgebench: run folder {run_dir}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
@@ -368,6 +393,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         profile = profile.with_overrides("run", duration_s=args.duration,
                                          max_duration_s=max(args.duration, profile.run["max_duration_s"]))
     profile = _load_overrides(profile, args)
+    profile = _apply_accuracy(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)

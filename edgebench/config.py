@@ -98,9 +98,17 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "settle_s": Field("float", 5.0, minimum=0.0, doc="wait after switching a mode before the next row"),
     },
     "calibration": {
-        "source": Field("str", "synthetic", doc="'synthetic' or a folder of images / .npy files"),
+        "source": Field("str", "synthetic", doc="'synthetic', a folder of images / .npy files, or 'labelled': "
+                                                "a subset of accuracy.dataset disjoint from the evaluated images"),
         "samples": Field("int", 32, minimum=1),
         "seed": Field("int", 0),
+    },
+    "accuracy": {
+        "dataset": Field("str|none", None, doc="labelled images (class subfolders, or a flat folder + `labels`): "
+                                               "rows get accuracy_top1_pct/top5_pct on run.accuracy_samples of them"),
+        "labels": Field("str|none", None, doc="labels file '<image> <class index>' per line, for a flat folder"),
+        "weights": Field("str|none", None, doc="weights for every model of the sweep, overriding the model specs' "
+                                               "(torchvision:IMAGENET1K_V2 or a state_dict file)"),
     },
 }
 
@@ -109,7 +117,10 @@ MODEL_SCHEMA: dict[str, Field] = {
     "description": Field("str", ""),
     "source": Field("str", choices=MODEL_SOURCES),
     "arch": Field("str", "", doc="torchvision constructor or builtin model name"),
-    "weights": Field("str|none", None, doc="local .pth state_dict; random init when absent"),
+    "weights": Field("str|none", None, doc="torchvision:<enum member> (e.g. torchvision:IMAGENET1K_V2) or a local "
+                                           ".pth state_dict; random init when absent"),
+    "preprocess": Field("map|none", None, doc="image preprocessing for labelled data: resize, crop, mean, std, "
+                                              "interpolation (torchvision weights bring their own)"),
     "onnx_path": Field("str|none", None, doc="for source: onnx"),
     "input_name": Field("str", "input"),
     "input_shape": Field("list[int]", minimum=1, doc="per-sample shape, without the batch axis"),
@@ -139,6 +150,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, bool)
     if kind == "map":
         return isinstance(value, Mapping)
+    if kind == "map|none":
+        return value is None or isinstance(value, Mapping)
     if kind == "list[str]":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "list[int]":
@@ -229,6 +242,7 @@ class Profile:
     telemetry: Mapping[str, Any]
     calibration: Mapping[str, Any]
     power: Mapping[str, Any] = field(default_factory=dict)
+    accuracy: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -241,6 +255,7 @@ class Profile:
             "telemetry": dict(self.telemetry),
             "calibration": dict(self.calibration),
             "power": dict(self.power),
+            "accuracy": dict(self.accuracy),
         }
 
     def with_overrides(self, section: str, **values: Any) -> Profile:
@@ -425,6 +440,7 @@ class ModelSpec:
     dynamic_batch: bool = True
     opset: int = 17
     parity_atol: float = 1e-3
+    preprocess: Mapping[str, Any] | None = None
     spec_file: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -437,6 +453,8 @@ class ModelSpec:
         """What the row says about weights: 'random-init' or the weights file name."""
         if self.source == "onnx":
             return "from-onnx"
+        if self.weights and self.weights.startswith("torchvision:"):
+            return self.weights
         if self.weights and Path(self.weights).exists():
             return Path(self.weights).name
         return "random-init"
@@ -448,7 +466,7 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
             raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(MODEL_SCHEMA))})")
     values: dict[str, Any] = {}
     for key, spec in MODEL_SCHEMA.items():
-        if key not in data and spec.default is None and key not in ("weights", "onnx_path"):
+        if key not in data and spec.default is None and key not in ("weights", "onnx_path", "preprocess"):
             raise ConfigError(source, key, "is required")
         values[key] = _check_value(source, key, spec, data.get(key, spec.default))
     if values["source"] in ("torchvision", "builtin") and not values["arch"]:

@@ -41,17 +41,23 @@ PARITY_BATCH = 2
 # --------------------------------------------------------------------------- torch model
 
 def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
-    """The spec's torch module in eval mode: weights from `spec.weights` if that file exists, else seeded
+    """The spec's torch module in eval mode: torchvision weights (`torchvision:IMAGENET1K_V2`, loaded by torchvision
+    from torch's cache, see edgebench.weights), weights from `spec.weights` if that file exists, else seeded
     random init (with BatchNorm statistics re-estimated on seeded synthetic inputs, see the module doc)."""
     import torch
 
+    from edgebench.weights import resolve_weights
+
     torch.manual_seed(seed)
+    resolved = resolve_weights(spec)
     if spec.source == "torchvision":
         import torchvision
 
         ctor = getattr(torchvision.models, spec.arch, None)
         if ctor is None or not callable(ctor):
             raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models has no model {spec.arch!r}")
+        if resolved.kind == "torchvision":
+            return _torchvision_pretrained(spec, ctor, resolved).eval()
         try:
             model = ctor(weights=None, num_classes=spec.num_classes)
         except TypeError as exc:
@@ -62,7 +68,7 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
         model = build_builtin(spec.arch, spec.num_classes)
     else:
         raise ModelError(f"{spec.spec_file or spec.name}: source {spec.source!r} has no torch model")
-    weights = _weights_file(spec)
+    weights = resolved.path
     if weights is not None:
         _load_weights(model, weights)
     else:
@@ -71,9 +77,24 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
 
 
 def _weights_file(spec: ModelSpec) -> Path | None:
-    if spec.weights and Path(spec.weights).is_file():
-        return Path(spec.weights)
-    return None
+    """The file the weights come from (a local state_dict, or torchvision's cached checkpoint); None = random init."""
+    from edgebench.weights import resolve_weights
+
+    return resolve_weights(spec).path
+
+
+def _torchvision_pretrained(spec: ModelSpec, ctor: Any, resolved: Any) -> torch.nn.Module:
+    """torchvision's own builder with its weights enum: it reads the checkpoint from torch's hub cache, where
+    resolve_weights() has made sure it is."""
+    where = spec.spec_file or spec.name
+    classes = len(resolved.enum.meta.get("categories") or [])
+    if classes and classes != spec.num_classes:
+        raise ModelError(f"{where}: num_classes is {spec.num_classes}, {resolved.name} has {classes} classes")
+    try:
+        return ctor(weights=resolved.enum)
+    except Exception as exc:  # torch.load / load_state_dict raise many kinds
+        raise ModelError(f"{resolved.path}: torchvision cannot load {resolved.name} "
+                         f"({type(exc).__name__}: {_first_line(exc)})") from None
 
 
 def _load_weights(model: torch.nn.Module, path: Path) -> None:
@@ -126,7 +147,8 @@ def export_onnx(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
 
     weights = _weights_file(spec)
     exporter = "torchscript" if spec.opset < DYNAMO_MIN_OPSET else "dynamo"
-    spec_dict = {k: v for k, v in spec.to_dict().items() if k not in ("spec_file", "description")}
+    # preprocess only shapes labelled inputs, never the ONNX file
+    spec_dict = {k: v for k, v in spec.to_dict().items() if k not in ("spec_file", "description", "preprocess")}
     inputs = {
         "recipe": EXPORT_RECIPE,
         "spec": spec_dict,
@@ -199,7 +221,8 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
         "weights": spec.weights_label,
         "weights_sha256": sha256_file(weights) if weights is not None else None,
         "weights_missing": spec.weights if spec.weights and weights is None else None,
-        "init": "weights file" if weights is not None else (
+        "init": ("torchvision weights (torchvision's loader, torch hub cache)" if _is_torchvision(spec) else
+                 "weights file") if weights is not None else (
             f"seeded random init (seed {seed}); BatchNorm statistics re-estimated on "
             f"{BN_RECALIBRATION_BATCHES}x{BN_RECALIBRATION_BATCH_SIZE} seeded synthetic samples"
         ),
@@ -403,6 +426,12 @@ def _default_opset(proto: Any) -> int:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _is_torchvision(spec: ModelSpec) -> bool:
+    from edgebench.weights import is_torchvision
+
+    return is_torchvision(spec.weights)
 
 
 def _torchvision_version() -> str | None:

@@ -121,13 +121,14 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     import onnx
     import onnxruntime
 
-    from edgebench.calibration import calibration_batches
+    from edgebench.calibration import calibration_batches, labelled_source
 
     data, record = calibration_batches(
         str(calibration.get("source", "synthetic")),
         tuple(spec.input_shape),
         int(calibration.get("samples", 32)),
         int(calibration.get("seed", 0)),
+        labelled=labelled_source(spec, calibration),
     )
     inputs = {"fp32_sha256": fp32.sha256, "settings": INT8_SETTINGS, "calibration": record,
               "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}

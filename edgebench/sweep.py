@@ -8,6 +8,7 @@ artifact sidecars) go to runs/<run-id>/rows/<index>-<config_hash>/.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import gzip
 import logging
@@ -32,6 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("edgebench")
 
 
+REFERENCE_CHUNK = 256  # samples per FP32-reference batch
+
+
 def new_run_id(device: str) -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S") + f"-{device}"
 
@@ -43,12 +47,28 @@ class ModelCache:
     artifacts: Artifacts
     calibration: dict[str, Any]
     onnx_specs: dict[str, ModelSpec] = field(default_factory=dict)  # external ONNX by label
+    accuracy: dict[str, Any] = field(default_factory=dict)  # profile section accuracy: dataset, labels, weights
+    _labelled: dict[tuple[str, int], Any] = field(default_factory=dict)
     _fp32: dict[str, Any] = field(default_factory=dict)
     _variants: dict[tuple[str, str], ModelArtifact] = field(default_factory=dict)
     _refs: dict[tuple[str, int, int], np.ndarray] = field(default_factory=dict)
 
     def spec(self, model: str) -> ModelSpec:
-        return self.onnx_specs[model] if model in self.onnx_specs else load_model_spec(model)
+        spec = self.onnx_specs[model] if model in self.onnx_specs else load_model_spec(model)
+        if self.accuracy.get("weights") and spec.source != "onnx":  # --weights / accuracy.weights
+            spec = dataclasses.replace(spec, weights=self.accuracy["weights"])
+        return spec
+
+    def labelled(self, spec: ModelSpec, samples: int) -> Any:
+        """The evaluation subset of accuracy.dataset for this model (None without a data set)."""
+        if not self.accuracy.get("dataset") or samples <= 0:
+            return None
+        key = (spec.name, samples)
+        if key not in self._labelled:
+            from edgebench.labelled import evaluation_set
+
+            self._labelled[key] = evaluation_set(spec, self.accuracy, self.calibration, samples)
+        return self._labelled[key]
 
     def fp32(self, spec: ModelSpec) -> Any:
         if spec.name not in self._fp32:
@@ -62,15 +82,24 @@ class ModelCache:
         if key not in self._variants:
             from edgebench.precision import precision_artifact
 
-            self._variants[key] = precision_artifact(spec, self.fp32(spec), precision, self.artifacts, self.calibration)
+            calibration = {**self.calibration, "dataset": self.accuracy.get("dataset"),
+                           "labels": self.accuracy.get("labels")}
+            art = precision_artifact(spec, self.fp32(spec), precision, self.artifacts, calibration)
+            # the weights this sweep uses (a --weights override included), for backends that rebuild the model
+            self._variants[key] = dataclasses.replace(art, sidecar={**art.sidecar, "weights_spec": spec.weights})
         return self._variants[key]
 
     def reference(self, spec: ModelSpec, inputs: np.ndarray, seed: int) -> np.ndarray:
         key = (spec.name, int(inputs.shape[0]), seed)
         if key not in self._refs:
+            import numpy as np
+
             from edgebench.accuracy import reference_outputs
 
-            self._refs[key] = reference_outputs(str(self.fp32(spec).path), spec.input_name, inputs)
+            # in chunks: a labelled set of thousands of 224x224 images in one ONNX Runtime batch needs tens of GB
+            path = str(self.fp32(spec).path)
+            self._refs[key] = np.concatenate([reference_outputs(path, spec.input_name, inputs[i:i + REFERENCE_CHUNK])
+                                              for i in range(0, len(inputs), REFERENCE_CHUNK)])
         return self._refs[key]
 
 
@@ -215,7 +244,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     backend = get_backend(cfg.backend)
     prepared = backend.prepare(cfg, artifact, models.artifacts)
     row: dict[str, Any] = {
-        "weights": artifact.weights,
+        "weights": _weights_cell(spec, artifact),
         "onnx_sha256": artifact.sha256,
         "provider": prepared.info.get("provider", ""),
         "artifact_dir": str(row_dir.relative_to(row_dir.parent.parent)),
@@ -228,7 +257,11 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     # a kernel profile, when run, replaces the engine's tensor_core_evidence below
     row.update(prepared.info.get("row_fields", {}))
     acc_in = None
-    if cfg.accuracy_samples > 0:
+    labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
+    if labelled is not None:
+        acc_in = labelled.inputs
+        row.update(accuracy_samples=len(labelled.labels), **labelled.row_fields())
+    elif cfg.accuracy_samples > 0:
         acc_in = accuracy_inputs(spec.input_shape, cfg.accuracy_samples, cfg.seed, spec.input_dtype)
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
@@ -238,6 +271,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
     _write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
+    if labelled is not None:
+        write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
     if outcome.status != "ok":
         row.update(status="failed", reason="; ".join([outcome.reason, *sharing.notes]))
         if cfg.slo_ms is not None:
@@ -299,6 +334,11 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             )
         except ValueError as exc:
             row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy not compared: {exc}") if r)
+    if labelled is not None and outcome.accuracy_outputs:
+        try:
+            row.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
+        except ValueError as exc:
+            row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy vs labels not scored: {exc}") if r)
     return row
 
 
@@ -312,6 +352,14 @@ def layer_profile_note(prepared: Any, row_dir: Path) -> str:
     except Exception as exc:  # noqa: BLE001 - a failed profile must not lose the measured row
         return f"layer profile not written: {type(exc).__name__}: {exc}"
     return ""
+
+
+def _weights_cell(spec: ModelSpec, artifact: Any) -> str:
+    """`weights` column: name and sha256 (edgebench.weights), e.g. 'torchvision:ResNet50_Weights.IMAGENET1K_V2
+    sha256:11ad3fa6...'; external ONNX rows say from-onnx."""
+    from edgebench.weights import resolve_weights
+
+    return resolve_weights(spec).label if spec.source != "onnx" else str(artifact.weights)
 
 
 def _write_row_files(row_dir: Path, cfg: RunConfig, outcome: RunOutcome, artifact: Any, info: dict) -> None:

@@ -129,7 +129,9 @@ class TorchBackend:
         provider = "torch-" + ("compile" if opts["compile"] else "eager") + ("+cudagraph" if opts["cuda_graph"] else "")
         return Prepared.for_artifact(
             self.name, cfg, model, precision=cfg.precision,
-            options={**opts, "model_spec": spec.name, "weights_seed": seed},
+            options={**opts, "model_spec": spec.name, "weights_seed": seed,
+                     # the sweep's weights (a --weights override included) when the artifact names them
+                     **({"weights": model.sidecar["weights_spec"]} if "weights_spec" in model.sidecar else {})},
             info={"provider": provider, "math": MATH[cfg.precision], "weights_seed": seed, "options": opts})
 
     def open(self, prepared: Prepared, placement: Placement) -> TorchSession:
@@ -189,6 +191,10 @@ class TorchSession:
         torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = bool(opts["cudnn_benchmark"])
         spec = load_model_spec(str(prepared.options["model_spec"]))
+        if "weights" in prepared.options:
+            import dataclasses
+
+            spec = dataclasses.replace(spec, weights=prepared.options["weights"])
         self._output_name = spec.output_name
         with _BUILD_LOCK:
             model = build_torch_model(spec, int(prepared.options.get("weights_seed", 0)))

@@ -574,7 +574,7 @@ def recorded_calibration(record: dict[str, Any], input_shape: tuple[int, ...]) -
 
     try:
         data, now = calibration_batches(str(record["source"]), tuple(input_shape), int(record["count"]),
-                                        int(record.get("seed", 0)))
+                                        int(record.get("seed", 0)), labelled=record.get("labelled"))
     except KeyError as exc:
         raise ModelError(f"calibration record lacks {exc}") from None
     if now["sha256"] != record.get("sha256"):

@@ -49,7 +49,8 @@ COLUMNS: list[Column] = [
     Column("row_index", "", "position of this config in the planned sweep (0-based)"),
     Column("config_hash", "", "hash of the RunConfig; --resume skips configs with an ok/invalid/skipped row"),
     Column("started_utc", "", "UTC start of the row's measurement, ISO 8601"),
-    Column("weights", "", "weights used: a file name or random-init"),
+    Column("weights", "", "weights used and their sha256: torchvision:<Enum>.<member> or a file name, then "
+                          "'sha256:<16 hex>'; or random-init / from-onnx"),
     Column("threads_per_instance", "threads", "CPU threads given to each instance"),
     Column("power_mode", "", "Jetson nvpmodel mode the row ran in, as nvpmodel -q named it after the switch "
                              "(only when power.modes sweeps it; system.json records the mode otherwise)"),
@@ -96,12 +97,20 @@ COLUMNS: list[Column] = [
     Column("throttled", "", "true when the device reported thermal/power throttling in the window (row -> invalid)"),
     Column("throttle_reasons", "", "every clock-event reason the device reported inside the window, ';'-joined"),
     # --- accuracy vs the FP32 reference on fixed inputs
-    Column("accuracy_samples", "samples", "fixed inputs compared against the FP32 reference"),
+    Column("accuracy_samples", "samples", "inputs compared against the FP32 reference (and scored against labels "
+                                          "when accuracy.dataset is set: the labelled images evaluated)"),
     Column("calibration_source", "",
-           "int8 rows: the calibration data the QDQ scales came from (synthetic or a folder), count, seed, sha256"),
+           "int8 rows: the calibration data the QDQ scales came from (synthetic, a folder, or labelled: a "
+           "subset of accuracy.dataset disjoint from the evaluated images; files in row.json), count, seed, sha256"),
     Column("accuracy_top1_agreement_pct", "%", "share of inputs whose top-1 class equals the FP32 reference's"),
     Column("accuracy_max_abs_err", "", "largest absolute difference of any output value vs FP32 (output units)"),
     Column("accuracy_cosine_min", "", "lowest cosine similarity of an output vector vs FP32 (1 = identical)"),
+    # --- accuracy against labels (accuracy.dataset), outside the measured window
+    Column("accuracy_top1_pct", "%", "share of the evaluated labelled images whose label is the top output"),
+    Column("accuracy_top5_pct", "%", "share whose label is among the 5 top outputs (empty below 5 classes)"),
+    Column("accuracy_dataset", "", "labelled data set folder the accuracy columns come from"),
+    Column("accuracy_subset_sha256", "", "hash of the evaluated (image, label) list; the list is in the row "
+                                         "folder's accuracy_subset.json"),
     Column("tensor_core_time_pct", "%", "share of GPU kernel time in tensor-core kernels, from a profiled pass outside the window"),
     Column("tensor_core_evidence", "", "what shows tensor cores / the precision ran (top kernels, engine layer precisions)"),
     Column("options", "", "backend options of the row, e.g. cuda_graph=True;channels_last=True"),

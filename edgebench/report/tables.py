@@ -308,6 +308,10 @@ def scaling_table(runs: list[Run]) -> Table:
 
 def all_tables(runs: list[Run]) -> list[Table]:
     tables = [results_table(runs), speedup_table(runs), scaling_table(runs)]
+    from edgebench.report.accuracy_table import accuracy_table
+
+    if (accuracy := accuracy_table(runs)) is not None:  # only when rows were scored against labels
+        tables.append(accuracy)
     if len(runs) > 1:
         from edgebench.report.compare import cross_run_table
 
