@@ -1,6 +1,7 @@
-"""Calibration data for INT8 quantization: seeded synthetic inputs, a folder of .npy files / images, or
+"""Calibration data for INT8 quantization: seeded synthetic inputs, a folder of .npy files / images,
 "labelled": a subset of the labelled data set disjoint from the images accuracy is evaluated on
-(edgebench.labelled), preprocessed like them.
+(edgebench.labelled), preprocessed like them, or (models with several inputs) .npz files with one array
+per input name.
 
 Every call returns the array and a record of exactly what it holds (source, count, seed, sha256 of the
 array bytes, the files read), which goes into the int8 artifact's sidecar and its cache key.
@@ -16,6 +17,8 @@ from edgebench.errors import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from edgebench.inputs import InputDesc
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 NPY_SUFFIXES = (".npy",)
@@ -150,3 +153,43 @@ def _load_image(path: Path, shape: tuple[int, ...]) -> np.ndarray:
         return ((arr - IMAGENET_MEAN[0]) / IMAGENET_STD[0])[None]
     arr = (arr - np.asarray(IMAGENET_MEAN, dtype=np.float32)) / np.asarray(IMAGENET_STD, dtype=np.float32)
     return arr.transpose(2, 0, 1)
+
+
+def calibration_feeds(
+    source: str, inputs: tuple[InputDesc, ...], samples: int, seed: int
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Calibration data for every input of a model, {name: [samples, *shape]}, and its record.
+
+    One float32 input keeps calibration_batches (same data and record as before several inputs existed, unless
+    the source is an .npz). Several inputs or integer/bool ones: source "synthetic" draws valid data per input
+    (edgebench.inputs.synthetic: token ids within the vocabulary, masks of ones), otherwise the source is an .npz
+    or a folder of .npz files with one array per input name. Integer inputs are data, never quantised: the
+    quantizer only inserts Q/DQ on float tensors."""
+    import numpy as np
+
+    from edgebench.inputs import load_data, synthetic
+
+    if samples < 1:
+        raise ModelError(f"calibration: samples must be >= 1, got {samples}")
+    npz = source != "synthetic" and (source.endswith(".npz") or (
+        Path(source).is_dir() and any(p.suffix == ".npz" for p in Path(source).iterdir())))
+    if len(inputs) == 1 and inputs[0].dtype == "float32" and not npz:
+        data, record = calibration_batches(source, inputs[0].shape, samples, seed)
+        return {inputs[0].name: data}, record
+    record: dict[str, Any] = {"source": source, "seed": seed}
+    if source == "synthetic":
+        feeds = synthetic(inputs, samples, seed)
+    else:
+        feeds = load_data(source, inputs, samples)
+        record["files"] = ([Path(source).name] if Path(source).is_file()
+                           else sorted(p.name for p in Path(source).iterdir() if p.suffix == ".npz"))
+    digest = hashlib.sha256()
+    for d in inputs:
+        digest.update(d.name.encode())
+        digest.update(np.ascontiguousarray(feeds[d.name]).tobytes())
+    record["count"] = int(len(feeds[inputs[0].name]))
+    record["shape"] = list(feeds[inputs[0].name].shape)
+    record["inputs"] = {d.name: {"dtype": d.dtype, "shape": list(feeds[d.name].shape), "role": d.role,
+                                 "vocab": d.vocab} for d in inputs}
+    record["sha256"] = digest.hexdigest()
+    return feeds, record

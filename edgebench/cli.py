@@ -133,7 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--onnx", help="path of an ONNX file exported elsewhere")
     r.add_argument("--backend", default="ort")
     r.add_argument("--precision", default="fp32")
-    r.add_argument("--batch", type=_positive_int, default=1)
+    r.add_argument("--batch", type=_positive_int, default=None,
+                   help="samples per inference (default: the batch the graph fixes, else the --shapes batch, else 1)")
+    r.add_argument("--shapes", help="shapes of the inputs' symbolic axes, trtexec form, batch first: "
+                                    "input_ids:8x128,attention_mask:8x128 (the batch axis stays --batch)")
+    r.add_argument("--vocab", help="vocabulary size of token-id inputs: 30522, or input_ids:30522,token_type_ids:2")
+    r.add_argument("--data", help=".npz (one array per input name) or a folder of .npz: real inputs for the "
+                                  "accuracy check and int8 calibration")
     r.add_argument("--instances", type=_positive_int, default=1)
     r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
     r.add_argument("--mode", choices=["process", "streams"], default="process")
@@ -277,7 +283,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     from edgebench.sweep import ModelCache, idle_baseline, run_sweep
 
     models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {},
-                        accuracy=dict(profile.accuracy))
+                        accuracy=dict(profile.accuracy),
+                        shapes=dict(profile.sweep.get("shapes") or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
@@ -353,12 +360,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     profile = _apply_overrides(load_profile(args.device or "host"), args)
     planned = expand(profile, env)
+    check_model_inputs(profile)
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
         return 0
     run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)
     return _sweep(profile, planned, run_dir, store, args)
+
+
+def check_model_inputs(profile: Any) -> None:
+    """Resolve every model's input set (sweep.shapes, spec shapes/vocab) before anything runs: a bad shape or a
+    missing one is one error naming the model's input, not a failed row per config."""
+    from edgebench.config import load_model_spec
+    from edgebench.precision import resolved_spec
+
+    shapes = profile.sweep.get("shapes") or {}
+    for model in profile.sweep["models"]:
+        resolved_spec(load_model_spec(model), shapes.get(model), f"{profile.source}: sweep.shapes.{model}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -371,18 +390,56 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = load_profile(args.device)
     onnx_specs = {}
     model = args.model
+    fixed_batches: dict[str, int] = {}
+    batch = args.batch
+    if batch is not None and batch < 1:
+        from edgebench.errors import EdgebenchError
+
+        raise EdgebenchError(f"--batch {batch}: must be >= 1")
     if args.onnx:
         from edgebench.export import load_external_onnx
+        from edgebench.inputs import parse_shapes
         from edgebench.precision import onnx_spec
 
-        load_external_onnx(args.onnx, expected_shape=None, batch=args.batch)
-        spec = onnx_spec(args.onnx)
+        load_external_onnx(args.onnx, expected_shape=None, batch=batch)
+        label = Path(args.onnx).stem
+        shapes = args.shapes or (profile.sweep.get("shapes") or {}).get(label)
+        spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
+                         shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}")
+        if args.data:  # read it now: a wrong file or array is an error before anything runs
+            from edgebench.inputs import load_data
+
+            load_data(args.data, spec.input_set)
         onnx_specs[spec.name] = spec
         model = spec.name
+        if spec.fixed_batch is not None:
+            fixed_batches[model] = spec.fixed_batch
+        if batch is None:
+            given = {s[0] for s in parse_shapes(shapes).values()} if shapes else set()
+            batch = spec.fixed_batch or (given.pop() if len(given) == 1 else 1)
+    else:
+        from edgebench.config import load_model_spec
+        from edgebench.errors import EdgebenchError
+        from edgebench.precision import resolved_spec
+
+        if args.vocab:
+            raise EdgebenchError(f"--vocab: model {model} states its inputs' vocabulary in its spec "
+                                 f"(models/{model}.yaml); --vocab is for --onnx")
+        spec = resolved_spec(load_model_spec(model), args.shapes, "--shapes")
+        if args.data:
+            import dataclasses
+
+            from edgebench.inputs import load_data
+
+            load_data(args.data, spec.input_set)
+            onnx_specs[model] = dataclasses.replace(spec, data=args.data)
+        batch = batch or 1
     sweep: dict[str, Any] = {
         "models": [model], "backends": [args.backend], "precisions": [args.precision],
-        "batches": [args.batch], "modes": [args.mode],
+        "batches": [batch], "modes": [args.mode],
     }
+    if args.shapes and not args.onnx:
+        sweep["shapes"] = {model: args.shapes}
     data = profile.to_dict()
     data["sweep"].update(sweep)
     data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
@@ -394,7 +451,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                          max_duration_s=max(args.duration, profile.run["max_duration_s"]))
     profile = _load_overrides(profile, args)
     profile = _apply_accuracy(profile, args)
-    planned = expand(profile, env, onnx_model=model if args.onnx else None)
+    planned = expand(profile, env, onnx_model=model if args.onnx else None,
+                     fixed_batches=fixed_batches)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)
 

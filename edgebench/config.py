@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.inputs import InputDesc
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PROFILES_DIR = PROJECT_ROOT / "profiles"
@@ -25,14 +26,15 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp", "int8")
 MODES = ("process", "streams")
 GPU_SHARING = ("time-slicing", "mps")  # how a row's GPU instances share the GPU (mps: edgebench runs the daemon)
 MODEL_SOURCES = ("torchvision", "builtin", "onnx")
-DTYPES = ("float32",)
+DTYPES = ("float32", "float16", "int64", "int32", "bool")  # = edgebench.inputs.INPUT_DTYPES
 
 
 # --------------------------------------------------------------------------- schema
 
 @dataclass(frozen=True)
 class Field:
-    kind: str  # "str", "int", "float", "bool", "list[str]", "list[int]", "list[list[str]]", "map", "int|auto", "str|none"
+    kind: str  # "str", "int", "float", "bool", "list[str]", "list[int]", "list[list[str]]", "map", "int|auto", "str|none",
+    # "int|none", "map|none"
     default: Any = None
     choices: tuple[Any, ...] | None = None
     minimum: float | None = None
@@ -57,6 +59,8 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "accelerator": Field("str", "cpu", doc="placement of every instance when `placements` is not given"),
         "placements": Field("list[list[str]]", None, doc="explicit placement sets; each set's length is its instance count"),
         "option_sets": Field("list[map]", None, doc="backend option sets, e.g. [{}, {cuda_graph: true}]; each is a row"),
+        "shapes": Field("map|none", None, doc="per model, input shapes in trtexec form for symbolic axes, "
+                                              "e.g. {detector: 'images:1x3x320x320'}"),
     },
     "run": {
         "warmup_s": Field("float", 1.0, minimum=0.0),
@@ -123,7 +127,14 @@ MODEL_SCHEMA: dict[str, Field] = {
                                               "interpolation (torchvision weights bring their own)"),
     "onnx_path": Field("str|none", None, doc="for source: onnx"),
     "input_name": Field("str", "input"),
-    "input_shape": Field("list[int]", minimum=1, doc="per-sample shape, without the batch axis"),
+    "input_shape": Field("list[int]", minimum=1, doc="per-sample shape, without the batch axis (one-input models)"),
+    "inputs": Field("list[map]", None, doc="several inputs: [{name, dtype, shape (per sample), vocab, role}], "
+                                           "in the order the model's forward() takes them"),
+    "outputs": Field("list[str]", None, doc="names of the model's outputs, in forward() order (default: [output_name])"),
+    "config": Field("map|none", None, doc="keyword arguments of the model constructor (random init from a config)"),
+    "vocab": Field("int|none", None, minimum=1, doc="vocabulary size: token-id inputs are drawn from [0, vocab)"),
+    "shapes": Field("str|none", None, doc="source onnx: shapes of symbolic axes, trtexec form 'name:1x3x320x320'"),
+    "data": Field("str|none", None, doc=".npz (one array per input name) or folder of them: accuracy + calibration"),
     "input_dtype": Field("str", "float32", choices=DTYPES),
     "output_name": Field("str", "output"),
     "num_classes": Field("int", 1000, minimum=1),
@@ -142,6 +153,10 @@ def _type_ok(kind: str, value: Any) -> bool:
         return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "int|none":
+        return value is None or (isinstance(value, int) and not isinstance(value, bool))
+    if kind == "map|none":
+        return value is None or isinstance(value, Mapping)
     if kind == "int|auto":
         return value == "auto" or (isinstance(value, int) and not isinstance(value, bool))
     if kind == "float":
@@ -170,6 +185,8 @@ def _type_ok(kind: str, value: Any) -> bool:
 
 
 def _check_value(source: str, name: str, spec: Field, value: Any) -> Any:
+    if value is None and spec.default is None and spec.kind.startswith("list"):
+        return None  # an optional list left out
     if spec.kind == "float" and _type_ok("float", value) and not math.isfinite(value):
         raise ConfigError(source, name, f"{value!r} is not a finite number")
     if not _type_ok(spec.kind, value):
@@ -400,6 +417,17 @@ def _semantic_problems(prof: Profile) -> list[ConfigError]:
         ))
     if prof.run.get("slo_ms") is not None and prof.run.get("rate_hz") is None:
         problems.errors.append(ConfigError(src, "run.slo_ms", "needs run.rate_hz (the arrival rate of each stream)"))
+    for model, text in (prof.sweep.get("shapes") or {}).items():
+        from edgebench.inputs import parse_shapes
+
+        if not isinstance(text, str):
+            problems.errors.append(ConfigError(src, f"sweep.shapes.{model}", f"expected a shape text like "
+                                                                            f"'input:1x3x224x224', got {text!r}"))
+            continue
+        try:
+            parse_shapes(text, f"sweep.shapes.{model}")
+        except EdgebenchError as exc:
+            problems.errors.append(ConfigError(src, f"sweep.shapes.{model}", str(exc)))
     tpi = prof.run["threads_per_instance"]
     if tpi != "auto" and tpi < 1:
         problems.errors.append(ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
@@ -442,11 +470,47 @@ class ModelSpec:
     parity_atol: float = 1e-3
     preprocess: Mapping[str, Any] | None = None
     spec_file: str = ""
+    # several inputs/outputs (edgebench.inputs); empty = the one input/output of the fields above
+    inputs: tuple[InputDesc, ...] = ()
+    outputs: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    vocab: int | None = None
+    shapes: str | None = None
+    data: str | None = None
+    graph_batch: int | None = None  # external ONNX: the batch its graph fixes (None: dynamic or 1)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["input_shape"] = list(self.input_shape)
+        d["inputs"] = [i.to_dict() for i in self.inputs]
+        d["outputs"] = list(self.outputs)
+        d["config"] = dict(self.config)
+        for key in (*NEW_SPEC_KEYS, "graph_batch"):  # absent when unused, so one-input specs keep their export cache keys
+            if not d[key]:
+                del d[key]
         return d
+
+    @property
+    def input_set(self) -> tuple[InputDesc, ...]:
+        """Every input, in forward() order (one built from input_name/shape/dtype when `inputs` is empty)."""
+        if self.inputs:
+            return self.inputs
+        from edgebench.inputs import role_for
+
+        shape = tuple(self.input_shape)
+        role = role_for(self.input_name, self.input_dtype, shape)
+        return (InputDesc(self.input_name, self.input_dtype, shape, role, self.vocab if role == "tokens" else None,
+                          (0,) if self.dynamic_batch else ()),)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return self.outputs or (self.output_name,)
+
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch the model's graph fixes (None: dynamic, the sweep decides). Exported specs with
+        dynamic_batch: false are exported at batch 1."""
+        return None if self.dynamic_batch else int(self.graph_batch or 1)
 
     @property
     def weights_label(self) -> str:
@@ -460,21 +524,80 @@ class ModelSpec:
         return "random-init"
 
 
+NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data")
+OPTIONAL_SPEC_KEYS = ("weights", "onnx_path", "preprocess", *NEW_SPEC_KEYS)
+
+
 def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
     for key in data:
         if key not in MODEL_SCHEMA:
             raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(MODEL_SCHEMA))})")
     values: dict[str, Any] = {}
     for key, spec in MODEL_SCHEMA.items():
-        if key not in data and spec.default is None and key not in ("weights", "onnx_path", "preprocess"):
+        optional = key in OPTIONAL_SPEC_KEYS or (key == "input_shape" and (data.get("inputs") or
+                                                                            data.get("source") == "onnx"))
+        if key not in data and spec.default is None and not optional:
             raise ConfigError(source, key, "is required")
         values[key] = _check_value(source, key, spec, data.get(key, spec.default))
     if values["source"] in ("torchvision", "builtin") and not values["arch"]:
         raise ConfigError(source, "arch", f"is required for source {values['source']}")
     if values["source"] == "onnx" and not values["onnx_path"]:
         raise ConfigError(source, "onnx_path", "is required for source onnx")
-    values["input_shape"] = tuple(values["input_shape"])
+    if values["shapes"] is not None:
+        from edgebench.inputs import parse_shapes
+
+        try:
+            parse_shapes(values["shapes"], "shapes")
+        except EdgebenchError as exc:
+            raise ConfigError(source, "shapes", str(exc)) from None
+    values["inputs"] = _spec_inputs(source, values)
+    if values["inputs"]:
+        first = values["inputs"][0]
+        values.update(input_name=first.name, input_shape=first.shape, input_dtype=first.dtype)
+    values["input_shape"] = tuple(values["input_shape"] or ())
+    values["outputs"] = tuple(values["outputs"] or ())
+    values["config"] = dict(values["config"] or {})
     return ModelSpec(spec_file=source, **values)
+
+
+INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role")
+
+
+def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
+    """The `inputs:` list of a model spec, validated (errors name inputs[i].field)."""
+    from edgebench.inputs import INPUT_DTYPES, ROLES, role_for
+
+    out: list[InputDesc] = []
+    for i, item in enumerate(values["inputs"] or []):
+        where = f"inputs[{i}]"
+        unknown = sorted(set(item) - set(INPUT_KEYS))
+        if unknown:
+            raise ConfigError(source, f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(INPUT_KEYS)})")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(source, f"{where}.name", "is required (the input's name in the graph)")
+        dtype = item.get("dtype", "float32")
+        if dtype not in INPUT_DTYPES:
+            raise ConfigError(source, f"{where}.dtype", f"{dtype!r} is not one of {', '.join(INPUT_DTYPES)}")
+        shape = item.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise ConfigError(source, f"{where}.shape", f"input '{name}': expected a list of ints (per sample), "
+                                                        f"got {shape!r}")
+        if any(d < 1 for d in shape):
+            raise ConfigError(source, f"{where}.shape", f"input '{name}': every dim must be >= 1, got {shape}")
+        role = item.get("role") or role_for(name, dtype, tuple(shape))
+        if role not in ROLES:
+            raise ConfigError(source, f"{where}.role", f"input '{name}': {role!r} is not one of {', '.join(ROLES)}")
+        vocab = item.get("vocab", values.get("vocab") if role == "tokens" else None)
+        if vocab is not None and (not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 1):
+            raise ConfigError(source, f"{where}.vocab", f"input '{name}': {vocab!r} must be an int >= 1")
+        if role == "tokens" and vocab is None:
+            raise ConfigError(source, f"{where}.vocab", f"input '{name}' is {dtype} token ids: give vocab "
+                                                        "(here or at the top of the spec)")
+        if name in {d.name for d in out}:
+            raise ConfigError(source, f"{where}.name", f"input '{name}' is listed twice")
+        out.append(InputDesc(name, dtype, tuple(shape), role, vocab, (0,) if values["dynamic_batch"] else ()))
+    return tuple(out)
 
 
 def load_model_spec(name: str) -> ModelSpec:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.artifacts import Artifact, Artifacts, sha256_file
-from edgebench.backends.base import make_input
 from edgebench.errors import ModelError
+from edgebench.inputs import GraphInput, synthetic, tensor_dtype, value_dims
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -58,21 +58,29 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
             raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models has no model {spec.arch!r}")
         if resolved.kind == "torchvision":
             return _torchvision_pretrained(spec, ctor, resolved).eval()
+        import inspect
+
+        kwargs: dict[str, Any] = {"num_classes": spec.num_classes, **dict(spec.config)}
         try:
-            model = ctor(weights=None, num_classes=spec.num_classes)
+            if "weights" in inspect.signature(ctor).parameters:  # model builders; classes (VisionTransformer) lack it
+                kwargs["weights"] = None
+        except (TypeError, ValueError):
+            kwargs["weights"] = None
+        try:
+            model = ctor(**kwargs)
         except TypeError as exc:
             raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models.{spec.arch}: {exc}") from None
     elif spec.source == "builtin":
         from edgebench.models_builtin import build_builtin
 
-        model = build_builtin(spec.arch, spec.num_classes)
+        model = build_builtin(spec.arch, spec.num_classes, **dict(spec.config))
     else:
         raise ModelError(f"{spec.spec_file or spec.name}: source {spec.source!r} has no torch model")
     weights = resolved.path
     if weights is not None:
         _load_weights(model, weights)
     else:
-        _recalibrate_batchnorm(model, spec.input_shape, seed)
+        _recalibrate_batchnorm(model, spec, seed)
     return model.eval()
 
 
@@ -114,8 +122,10 @@ def _load_weights(model: torch.nn.Module, path: Path) -> None:
         raise ModelError(f"{path}: weights do not fit the model ({_first_line(exc)})") from None
 
 
-def _recalibrate_batchnorm(model: torch.nn.Module, input_shape: tuple[int, ...], seed: int) -> None:
+def _recalibrate_batchnorm(model: torch.nn.Module, spec: ModelSpec, seed: int) -> None:
     import torch
+
+    from edgebench.inputs import synthetic
 
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     if not bns:
@@ -126,9 +136,14 @@ def _recalibrate_batchnorm(model: torch.nn.Module, input_shape: tuple[int, ...],
         bn.momentum = None  # cumulative average over the batches below
         bn.train()
     gen = torch.Generator().manual_seed(seed + 1)
+    inputs = spec.input_set
     with torch.no_grad():
-        for _ in range(BN_RECALIBRATION_BATCHES):
-            model(torch.randn((BN_RECALIBRATION_BATCH_SIZE, *input_shape), generator=gen))
+        for i in range(BN_RECALIBRATION_BATCHES):
+            if len(inputs) == 1 and inputs[0].dtype == "float32":  # the one-input draw, as before several inputs
+                model(torch.randn((BN_RECALIBRATION_BATCH_SIZE, *inputs[0].shape), generator=gen))
+            else:
+                feeds = synthetic(inputs, BN_RECALIBRATION_BATCH_SIZE, seed + 1 + i)
+                model(*(torch.from_numpy(feeds[d.name]) for d in inputs))
     model.eval()
 
 
@@ -173,7 +188,8 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
 
     model = build_torch_model(spec, seed)
     batch = PARITY_BATCH if spec.dynamic_batch else 1
-    example = torch.from_numpy(make_input((batch, *spec.input_shape), spec.input_dtype, seed))
+    feeds = synthetic(spec.input_set, batch, seed)
+    example = tuple(torch.from_numpy(feeds[d.name]) for d in spec.input_set)
     before = set(tmp.parent.iterdir())
     t0 = time.perf_counter()
     _run_exporter(spec, model, example, exporter, tmp)
@@ -228,29 +244,35 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
         ),
         "input": {"name": info.input_name, "shape": [info.batch, *info.input_shape], "dtype": info.input_dtype},
         "output": {"name": info.output_names[0], "shape": out_shape},
+        "inputs": [{"name": g.name, "shape": list(g.dims), "dtype": g.dtype} for g in info.inputs],
+        "outputs": [{"name": o.name, "shape": _value_shape(o)} for o in proto.graph.output],
         "dynamic_batch": info.dynamic_batch,
         "export_s": round(export_s, 3),
         "parity": parity,
     }
 
 
-def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: torch.Tensor, exporter: str, out: Path) -> None:
+def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.Tensor, ...], exporter: str,
+                  out: Path) -> None:
     import torch
 
-    names = {"input_names": [spec.input_name], "output_names": [spec.output_name]}
+    in_names = [d.name for d in spec.input_set]
+    out_names = list(spec.output_names)
+    names = {"input_names": in_names, "output_names": out_names}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's DeprecationWarning
             if exporter == "torchscript":
-                axes = {spec.input_name: {0: "batch"}, spec.output_name: {0: "batch"}} if spec.dynamic_batch else None
+                axes = {n: {0: "batch"} for n in (*in_names, *out_names)} if spec.dynamic_batch else None
                 torch.onnx.export(
-                    model, (example,), str(out), opset_version=spec.opset, dynamo=False,
+                    model, example, str(out), opset_version=spec.opset, dynamo=False,
                     dynamic_axes=axes, do_constant_folding=True, **names,
                 )
             else:
-                shapes = ({0: torch.export.Dim("batch", min=1)},) if spec.dynamic_batch else None
+                dim = torch.export.Dim("batch", min=1)
+                shapes = tuple({0: dim} for _ in in_names) if spec.dynamic_batch else None
                 program = torch.onnx.export(
-                    model, (example,), None, opset_version=spec.opset, dynamo=True,
+                    model, example, None, opset_version=spec.opset, dynamo=True,
                     dynamic_shapes=shapes, external_data=False, verbose=False, **names,
                 )
                 program.save(str(out), external_data=False)
@@ -265,25 +287,34 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: torch.Tensor
         ) from None
 
 
-def _parity(spec: ModelSpec, model: torch.nn.Module, path: Path, example: torch.Tensor) -> dict[str, Any]:
+def _parity(spec: ModelSpec, model: torch.nn.Module, path: Path, example: tuple[torch.Tensor, ...]) -> dict[str, Any]:
+    """Every output of the ONNX (ORT CPU) against torch on the same seeded batch; max_abs_err is the worst."""
     import numpy as np
     import onnxruntime as ort
     import torch
 
     with torch.no_grad():
-        ref = model(example).numpy()
+        out = model(*example)
+    refs = [t.numpy() for t in (out if isinstance(out, (tuple, list)) else (out,))]
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    got = sess.run(None, {spec.input_name: example.numpy()})[0]
-    if got.shape != ref.shape:
+    gots = sess.run(None, {d.name: t.numpy() for d, t in zip(spec.input_set, example, strict=True)})
+    per_output: dict[str, float] = {}
+    for name, got, ref in zip(spec.output_names, gots, refs, strict=False):
+        if got.shape != ref.shape:
+            return {"passed": False, "max_abs_err": float("inf"), "atol": spec.parity_atol,
+                    "reason": f"output '{name}': shape {got.shape} vs torch {ref.shape}"}
+        per_output[name] = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if got.size else 0.0
+    if len(gots) != len(refs):
         return {"passed": False, "max_abs_err": float("inf"), "atol": spec.parity_atol,
-                "reason": f"shape {got.shape} vs torch {ref.shape}"}
-    err = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
+                "reason": f"the ONNX has {len(gots)} outputs, torch returned {len(refs)}"}
+    err = max(per_output.values())
     return {
         "passed": bool(err <= spec.parity_atol),
         "max_abs_err": err,
+        "max_abs_err_per_output": per_output,
         "atol": spec.parity_atol,
-        "batch": int(example.shape[0]),
-        "reference_max_abs": float(np.max(np.abs(ref))),
+        "batch": int(example[0].shape[0]),
+        "reference_max_abs": float(max(np.max(np.abs(r)) if r.size else 0.0 for r in refs)),
         "runtime": "onnxruntime CPUExecutionProvider",
     }
 
@@ -313,6 +344,9 @@ def _import_external(spec: ModelSpec, cache: Artifacts) -> Artifact:
             "weights": spec.weights_label,
             "input": {"name": info.input_name, "shape": [info.batch, *info.input_shape], "dtype": info.input_dtype},
             "output": {"name": info.output_names[0]},
+            "inputs": [{"name": g.name, "shape": list(g.dims), "dtype": g.dtype} for g in info.inputs],
+            "resolved_inputs": [d.to_dict() for d in spec.input_set],
+            "outputs": list(info.output_names),
             "dynamic_batch": info.dynamic_batch,
             "parity": {"passed": None, "reason": "external ONNX: no torch model to compare with"},
         }
@@ -324,7 +358,7 @@ def _import_external(spec: ModelSpec, cache: Artifacts) -> Artifact:
 
 @dataclass(frozen=True)
 class OnnxInfo:
-    """What edgebench needs to know about an ONNX file's single input."""
+    """What edgebench needs to know about an ONNX file's inputs; the input_* fields describe the first."""
 
     path: str
     input_name: str
@@ -333,6 +367,7 @@ class OnnxInfo:
     input_dtype: str
     output_names: tuple[str, ...]
     opset: int
+    inputs: tuple[GraphInput, ...] = ()  # every input (the graph's non-initializer inputs), in order
 
     @property
     def dynamic_batch(self) -> bool:
@@ -340,7 +375,7 @@ class OnnxInfo:
 
 
 def inspect_onnx(path: Path | str) -> OnnxInfo:
-    """Read an ONNX file's input and outputs. A file that is not a valid ONNX model raises ModelError."""
+    """Read an ONNX file's inputs and outputs. A file that is not a valid ONNX model raises ModelError."""
     import onnx
 
     path = Path(path)
@@ -352,29 +387,27 @@ def inspect_onnx(path: Path | str) -> OnnxInfo:
     except Exception as exc:  # DecodeError, ValidationError, OSError, ...
         raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {_first_line(exc)})") from None
     inits = {t.name for t in proto.graph.initializer}
-    graph_inputs = [i for i in proto.graph.input if i.name not in inits]
-    if len(graph_inputs) != 1:
-        names = [i.name for i in graph_inputs]
-        raise ModelError(f"{path}: edgebench feeds models with one input, this one has {len(names)}: {names}")
-    inp = graph_inputs[0]
-    if not inp.type.HasField("tensor_type") or not inp.type.tensor_type.HasField("shape"):
-        raise ModelError(f"{path}: input '{inp.name}' has no tensor shape")
-    shape = _value_shape(inp)
-    if len(shape) < 1:
-        raise ModelError(f"{path}: input '{inp.name}' is a scalar; a batch axis is needed")
-    elem = inp.type.tensor_type.elem_type
-    try:
-        dtype = str(onnx.helper.tensor_dtype_to_np_dtype(elem))
-    except (KeyError, ValueError):
-        dtype = onnx.TensorProto.DataType.Name(elem).lower()
+    values = [i for i in proto.graph.input if i.name not in inits]
+    if not values:
+        raise ModelError(f"{path}: the graph has no inputs to feed")
+    inputs = []
+    for inp in values:
+        if not inp.type.HasField("tensor_type") or not inp.type.tensor_type.HasField("shape"):
+            raise ModelError(f"{path}: input '{inp.name}' has no tensor shape")
+        dims = value_dims(inp)
+        if len(dims) < 1:
+            raise ModelError(f"{path}: input '{inp.name}' is a scalar; a batch axis is needed")
+        inputs.append(GraphInput(inp.name, tensor_dtype(inp), dims))
+    first = inputs[0]
     return OnnxInfo(
         path=str(path),
-        input_name=inp.name,
-        input_shape=tuple(shape[1:]),
-        batch=shape[0],
-        input_dtype=dtype,
+        input_name=first.name,
+        input_shape=tuple(first.dims[1:]),
+        batch=first.dims[0],
+        input_dtype=first.dtype,
         output_names=tuple(o.name for o in proto.graph.output),
         opset=_default_opset(proto),
+        inputs=tuple(inputs),
     )
 
 
@@ -405,15 +438,7 @@ def load_external_onnx(
 # --------------------------------------------------------------------------- helpers
 
 def _value_shape(value: Any) -> list[int | str | None]:
-    dims: list[int | str | None] = []
-    for d in value.type.tensor_type.shape.dim:
-        if d.HasField("dim_value"):
-            dims.append(int(d.dim_value))
-        elif d.HasField("dim_param"):
-            dims.append(d.dim_param)
-        else:
-            dims.append(None)
-    return dims
+    return list(value_dims(value))
 
 
 def _default_opset(proto: Any) -> int:

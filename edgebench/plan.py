@@ -35,11 +35,24 @@ def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
     return int(tpi)
 
 
-def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list[PlannedRun]:
+def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | None = None) -> list[int]:
+    """The sweep's batches, or only the batch the model's graph fixes (a model spec with dynamic_batch: false is
+    exported at batch 1; an external ONNX's fixed batch comes in `fixed_batches`). The row says so (batch_note)."""
+    from edgebench.config import load_model_spec
+
+    fixed = (fixed_batches or {}).get(model)
+    if fixed is None and model in set(list_models()):
+        fixed = load_model_spec(model).fixed_batch
+    return [fixed] if fixed is not None else list(profile.sweep["batches"])
+
+
+def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
+           fixed_batches: dict[str, int] | None = None) -> list[PlannedRun]:
     """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
     mode, option set, repeat): the power mode is outermost so the board switches once per group of rows.
 
-    `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx).
+    `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx). A model whose graph fixes
+    the batch runs at that batch only (`fixed_batches` for external ONNX; model specs say dynamic_batch: false).
     """
     from edgebench.backends.registry import get_backend
 
@@ -64,10 +77,14 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None) -> list
                           f"power.modes {power_modes} would change the board's power mode (nvpmodel, needs root); "
                           "set power.allow_changes: true to allow it")
     planned: list[PlannedRun] = []
-    for power_mode, model, backend_name, precision, batch, placements, mode, options, repeat in itertools.product(
-        power_modes, models, backends, profile.sweep["precisions"], profile.sweep["batches"], placement_sets(profile),
-        profile.sweep["modes"], option_sets, range(run["repeats"]),
-    ):
+    batches = {m: model_batches(profile, m, fixed_batches) for m in models}
+    combos = (
+        (pm, m, b, p, batch, pl, mo, o, r)
+        for pm, m, b, p in itertools.product(power_modes, models, backends, profile.sweep["precisions"])
+        for batch, pl, mo, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep["modes"],
+                                                     option_sets, range(run["repeats"]))
+    )
+    for power_mode, model, backend_name, precision, batch, placements, mode, options, repeat in combos:
         cfg = RunConfig(
             model=model,
             backend=backend_name,

@@ -74,6 +74,8 @@ def _model_artifact(spec: ModelSpec, precision: str, art: Artifact, sidecar: dic
         input_dtype=spec.input_dtype,
         weights=spec.weights_label,
         sidecar=dict(art.sidecar if sidecar is None else sidecar),
+        inputs=spec.input_set,
+        output_names=spec.output_names,
     )
 
 
@@ -121,15 +123,19 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     import onnx
     import onnxruntime
 
-    from edgebench.calibration import calibration_batches, labelled_source
+    from edgebench.calibration import calibration_batches, calibration_feeds, labelled_source
 
-    data, record = calibration_batches(
-        str(calibration.get("source", "synthetic")),
-        tuple(spec.input_shape),
-        int(calibration.get("samples", 32)),
-        int(calibration.get("seed", 0)),
-        labelled=labelled_source(spec, calibration),
-    )
+    source = str(calibration.get("source", "synthetic"))
+    labelled = labelled_source(spec, calibration)
+    if labelled is not None:  # calibration.source: labelled (one image input)
+        batch, record = calibration_batches(source, tuple(spec.input_shape), int(calibration.get("samples", 32)),
+                                            int(calibration.get("seed", 0)), labelled=labelled)
+        data = {spec.input_name: batch}
+    else:
+        if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data)
+            source = spec.data
+        data, record = calibration_feeds(source, spec.input_set, int(calibration.get("samples", 32)),
+                                         int(calibration.get("seed", 0)))
     inputs = {"fp32_sha256": fp32.sha256, "settings": INT8_SETTINGS, "calibration": record,
               "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
 
@@ -169,7 +175,7 @@ def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
     return out, "quant_pre_process"
 
 
-def _quantize(spec: ModelSpec, src: Path, out: Path, data: np.ndarray) -> None:
+def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]) -> None:
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -181,23 +187,23 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: np.ndarray) -> None:
     from edgebench.export import inspect_onnx
 
     info = inspect_onnx(src)
+    count = len(next(iter(data.values())))
     if info.dynamic_batch:
-        batches = [data[i:i + CALIBRATION_BATCH] for i in range(0, data.shape[0], CALIBRATION_BATCH)]
+        batches = [{k: v[i:i + CALIBRATION_BATCH] for k, v in data.items()} for i in range(0, count, CALIBRATION_BATCH)]
     else:
         step = int(info.batch)  # type: ignore[arg-type]
-        if data.shape[0] < step:
+        if count < step:
             raise ModelError(
-                f"{spec.name}: the ONNX input has a fixed batch of {step}, calibration has {data.shape[0]} samples"
+                f"{spec.name}: the ONNX input has a fixed batch of {step}, calibration has {count} samples"
             )
-        batches = [data[i:i + step] for i in range(0, data.shape[0] - step + 1, step)]
+        batches = [{k: v[i:i + step] for k, v in data.items()} for i in range(0, count - step + 1, step)]
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
             self._it = iter(batches)
 
         def get_next(self) -> dict[str, np.ndarray] | None:
-            batch = next(self._it, None)
-            return None if batch is None else {info.input_name: batch}
+            return next(self._it, None)
 
     try:
         quantize_static(
@@ -217,47 +223,79 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: np.ndarray) -> None:
 
 # --------------------------------------------------------------------------- external ONNX
 
-def onnx_spec(path: str, name: str | None = None) -> ModelSpec:
+def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tuple[int, ...]] | None = None,
+              vocab: str | int | dict[str, int] | None = None, data: str | None = None,
+              shapes_source: str = "--shapes") -> ModelSpec:
     """A ModelSpec (source "onnx") for an external ONNX file, so it goes through the same precision pipeline.
 
-    dynamic_batch is False when the file's batch axis is fixed; a run asking another batch is then reported
-    by load_external_onnx(path, batch=...)."""
-    from edgebench.config import DTYPES, ModelSpec
+    Every input is resolved from the graph (edgebench.inputs.resolve): symbolic axes besides the batch need
+    `shapes` (trtexec form), token-id inputs need `vocab`. dynamic_batch is False when the graph fixes the
+    batch (then graph_batch says which); errors name the input and axis."""
+    from edgebench.config import ModelSpec
     from edgebench.export import inspect_onnx
+    from edgebench.inputs import parse_shapes, parse_vocab, resolve
 
     info = inspect_onnx(path)
-    shape = info.input_shape
-    if not all(isinstance(d, int) for d in shape):
-        raise ModelError(
-            f"{path}: input '{info.input_name}' has symbolic per-sample dims {list(shape)}; "
-            "edgebench needs a fixed per-sample shape (only the batch axis may be dynamic)"
-        )
-    if info.input_dtype not in DTYPES:
-        raise ModelError(f"{path}: input '{info.input_name}' is {info.input_dtype}; edgebench feeds {', '.join(DTYPES)}")
+    shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
+    vocab_map = parse_vocab(vocab)
+    plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source)
+    first = plan.inputs[0]
     num_classes = _output_classes(path)
     return ModelSpec(
         name=name or Path(path).stem,
         source="onnx",
-        input_shape=tuple(int(d) for d in shape),  # type: ignore[arg-type]
+        input_shape=first.shape,
         description=f"external ONNX {path}",
         onnx_path=str(path),
-        input_name=info.input_name,
-        input_dtype=info.input_dtype,
+        input_name=first.name,
+        input_dtype=first.dtype,
         output_name=info.output_names[0] if info.output_names else "output",
         num_classes=num_classes if num_classes is not None else 1000,
-        dynamic_batch=info.dynamic_batch,
+        dynamic_batch=plan.fixed_batch is None,
         opset=info.opset,
         spec_file=str(path),
+        inputs=plan.inputs,
+        outputs=tuple(info.output_names),
+        vocab=vocab_map.get("*"),
+        shapes=",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shape_map.items()) or None,
+        data=data,
+        graph_batch=plan.fixed_batch,
     )
 
 
 def _output_classes(path: str) -> int | None:
+    """C of the first output shaped [N, C] (a class-score vector), else None."""
     import onnx
 
     proto = onnx.load(str(path), load_external_data=False)
-    if not proto.graph.output:
-        return None
-    dims = proto.graph.output[0].type.tensor_type.shape.dim
-    if dims and dims[-1].HasField("dim_value") and dims[-1].dim_value > 0:
-        return int(dims[-1].dim_value)
+    for out in proto.graph.output:
+        dims = out.type.tensor_type.shape.dim
+        if len(dims) == 2 and dims[-1].HasField("dim_value") and dims[-1].dim_value > 0:
+            return int(dims[-1].dim_value)
     return None
+
+
+def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes") -> ModelSpec:
+    """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`).
+
+    source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph (a spec's input_shape
+    is checked against it as before). Exported models (torchvision/builtin) fix every axis but the batch, so
+    shapes given for them are only checked against the spec (unknown input, rank, contradicting dim)."""
+    import dataclasses
+
+    from edgebench.inputs import GraphInput, parse_shapes, resolve
+
+    if spec.source == "onnx":
+        if spec.inputs and not shapes:
+            return spec
+        got = onnx_spec(str(spec.onnx_path), spec.name, shapes=shapes or spec.shapes, vocab=spec.vocab,
+                        data=spec.data, shapes_source=shapes_source if shapes else f"{spec.spec_file}: shapes")
+        return dataclasses.replace(
+            got, description=spec.description or got.description, spec_file=spec.spec_file or got.spec_file,
+            parity_atol=spec.parity_atol, weights=spec.weights,
+            num_classes=spec.num_classes if spec.spec_file.endswith((".yaml", ".yml")) else got.num_classes)
+    if shapes:
+        graph = [GraphInput(d.name, d.dtype, ("batch" if spec.dynamic_batch else 1, *d.shape)) for d in spec.input_set]
+        resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.input_set},
+                source=f"model {spec.name}", shapes_source=shapes_source)
+    return spec

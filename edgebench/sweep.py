@@ -49,12 +49,21 @@ class ModelCache:
     onnx_specs: dict[str, ModelSpec] = field(default_factory=dict)  # external ONNX by label
     accuracy: dict[str, Any] = field(default_factory=dict)  # profile section accuracy: dataset, labels, weights
     _labelled: dict[tuple[str, int], Any] = field(default_factory=dict)
+    shapes: dict[str, str] = field(default_factory=dict)  # profile sweep.shapes: model -> trtexec shape text
     _fp32: dict[str, Any] = field(default_factory=dict)
     _variants: dict[tuple[str, str], ModelArtifact] = field(default_factory=dict)
-    _refs: dict[tuple[str, int, int], np.ndarray] = field(default_factory=dict)
+    _refs: dict[tuple[str, int, int], Any] = field(default_factory=dict)
+    _specs: dict[str, ModelSpec] = field(default_factory=dict)
 
     def spec(self, model: str) -> ModelSpec:
-        spec = self.onnx_specs[model] if model in self.onnx_specs else load_model_spec(model)
+        """The model's spec with its input set resolved (shapes from the profile's sweep.shapes or the spec)."""
+        if model not in self._specs:
+            from edgebench.precision import resolved_spec
+
+            base = self.onnx_specs[model] if model in self.onnx_specs else load_model_spec(model)
+            shapes = self.shapes.get(model) if model not in self.onnx_specs else None
+            self._specs[model] = resolved_spec(base, shapes, f"sweep.shapes.{model}")
+        spec = self._specs[model]
         if self.accuracy.get("weights") and spec.source != "onnx":  # --weights / accuracy.weights
             spec = dataclasses.replace(spec, weights=self.accuracy["weights"])
         return spec
@@ -90,16 +99,17 @@ class ModelCache:
         return self._variants[key]
 
     def reference(self, spec: ModelSpec, inputs: np.ndarray, seed: int) -> np.ndarray:
-        key = (spec.name, int(inputs.shape[0]), seed)
+        """The first output of the FP32 model on one input's array (the one-input form)."""
+        return next(iter(self.references(spec, {spec.input_name: inputs}, seed).values()))
+
+    def references(self, spec: ModelSpec, feeds: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+        """Every output of the FP32 model on `feeds`, ORT CPU, in chunks of at most REFERENCE_CHUNK samples (a
+        labelled set of thousands of 224x224 images in one batch needs tens of GB) or of the graph's fixed batch."""
+        key = (spec.name, int(len(next(iter(feeds.values())))), seed)
         if key not in self._refs:
-            import numpy as np
+            from edgebench.accuracy import reference_outputs_all
 
-            from edgebench.accuracy import reference_outputs
-
-            # in chunks: a labelled set of thousands of 224x224 images in one ONNX Runtime batch needs tens of GB
-            path = str(self.fp32(spec).path)
-            self._refs[key] = np.concatenate([reference_outputs(path, spec.input_name, inputs[i:i + REFERENCE_CHUNK])
-                                              for i in range(0, len(inputs), REFERENCE_CHUNK)])
+            self._refs[key] = reference_outputs_all(str(self.fp32(spec).path), feeds, max_batch=REFERENCE_CHUNK)
         return self._refs[key]
 
 
@@ -233,7 +243,7 @@ def idle_baseline(profile: Profile) -> tuple[float | None, str]:
 def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             idle_power_w: float | None = None) -> dict[str, Any]:
     """Measure one config; returns the row fields beyond base_row. Raises EdgebenchError on bad input."""
-    from edgebench.accuracy import accuracy_inputs, compare
+    from edgebench.accuracy import accuracy_feeds
     from edgebench.backends.registry import get_backend
     from edgebench.runner.metrics import judge, summarize
     from edgebench.runner.orchestrator import run_instances
@@ -252,6 +262,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         "accuracy_samples": cfg.accuracy_samples or None,
         "warmup_s": cfg.warmup_s,
         "calibration_source": calibration_label(artifact.sidecar) if cfg.precision == "int8" else None,
+        "input_shapes": prepared_input_shapes(prepared, cfg.batch),
+        "batch_note": batch_note(spec, cfg.batch),
     }
     # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence);
     # a kernel profile, when run, replaces the engine's tensor_core_evidence below
@@ -259,10 +271,11 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     acc_in = None
     labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
     if labelled is not None:
-        acc_in = labelled.inputs
+        acc_in = {spec.input_name: labelled.inputs}
         row.update(accuracy_samples=len(labelled.labels), **labelled.row_fields())
     elif cfg.accuracy_samples > 0:
-        acc_in = accuracy_inputs(spec.input_shape, cfg.accuracy_samples, cfg.seed, spec.input_dtype)
+        acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
+        row["accuracy_samples"] = len(next(iter(acc_in.values())))  # real data may hold fewer
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
     samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
@@ -324,16 +337,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv
         row["reason"] = "; ".join(r for r in (row["reason"], layer_profile_note(prepared, row_dir)) if r)
     if acc_in is not None and outcome.accuracy_outputs:
-        first = next(iter(outcome.accuracy_outputs.values()))
-        try:
-            agreement = compare(first, models.reference(spec, acc_in, cfg.seed))
-            row.update(
-                accuracy_top1_agreement_pct=agreement.top1_agreement_pct,
-                accuracy_max_abs_err=agreement.max_abs_err,
-                accuracy_cosine_min=agreement.cosine_min,
-            )
-        except ValueError as exc:
-            row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy not compared: {exc}") if r)
+        row.update(accuracy_fields(spec, models, acc_in, outcome.accuracy_outputs, cfg.seed, row["reason"]))
     if labelled is not None and outcome.accuracy_outputs:
         try:
             row.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
@@ -360,6 +364,48 @@ def _weights_cell(spec: ModelSpec, artifact: Any) -> str:
     from edgebench.weights import resolve_weights
 
     return resolve_weights(spec).label if spec.source != "onnx" else str(artifact.weights)
+
+
+def accuracy_fields(spec: ModelSpec, models: ModelCache, feeds: dict[str, np.ndarray],
+                    outputs: dict[str, np.ndarray], seed: int, reason: str) -> dict[str, Any]:
+    """Per-output accuracy vs the FP32 reference. The measurement is already done: any failure here (e.g. the
+    reference runtime rejecting the inputs) is stated in the reason and never costs the row."""
+    from edgebench.accuracy import compare_outputs, row_fields
+
+    try:
+        reference = models.references(spec, feeds, seed)
+        agreements = compare_outputs(_by_name(outputs, reference), reference, spec.num_classes)
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own types (InvalidArgument, Fail, ...)
+        text = " ".join(str(exc).split())[:300]
+        return {"reason": "; ".join(r for r in (reason, f"accuracy not compared: {type(exc).__name__}: {text}") if r)}
+    fields = row_fields(agreements)
+    skipped = [a.text() for a in agreements if a.note]
+    if skipped:
+        fields["reason"] = "; ".join(r for r in (reason, "accuracy not compared for " + "; ".join(skipped)) if r)
+    return fields
+
+
+def _by_name(outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The backend's outputs keyed like the reference's: by name; a backend that names its outputs differently
+    (the null backend's 'output') is matched by position when the counts agree."""
+    if set(reference) <= set(outputs) or len(outputs) != len(reference):
+        return outputs
+    return dict(zip(reference, outputs.values(), strict=True))
+
+
+def prepared_input_shapes(prepared: Any, batch: int) -> str:
+    """'input_ids:int64[8x128];attention_mask:int64[8x128]': what every inference was fed."""
+    from edgebench.inputs import describe_inputs
+
+    return describe_inputs(prepared.input_set, batch)
+
+
+def batch_note(spec: ModelSpec, batch: int) -> str | None:
+    """Says so when the model's graph fixes the batch (the sweep's batches then do not apply)."""
+    fixed = spec.fixed_batch
+    if fixed is None:
+        return None
+    return f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"
 
 
 def _write_row_files(row_dir: Path, cfg: RunConfig, outcome: RunOutcome, artifact: Any, info: dict) -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from edgebench.artifacts import Artifacts
     from edgebench.config import RunConfig
+    from edgebench.inputs import InputDesc
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,12 @@ class ModelArtifact:
     input_dtype: str = "float32"
     weights: str = "random-init"
     sidecar: dict[str, Any] = field(default_factory=dict)
+    inputs: tuple[InputDesc, ...] = ()  # every input (edgebench.inputs); empty = the one input above
+    output_names: tuple[str, ...] = ()
+
+    @property
+    def input_set(self) -> tuple[InputDesc, ...]:
+        return self.inputs or (_legacy_input(self.input_name, self.input_dtype, self.input_shape),)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,17 @@ class Prepared:
     precision: str
     options: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)  # recorded in the row (provider, hashes, ...)
+    inputs: tuple[InputDesc, ...] = ()  # every input, per-sample shapes; empty = the one input above
+
+    @property
+    def input_set(self) -> tuple[InputDesc, ...]:
+        return self.inputs or (_legacy_input(self.input_name, self.input_dtype, tuple(self.input_shape[1:])),)
+
+    def feeds(self, batch: int, seed: int) -> dict[str, np.ndarray]:
+        """Seeded synthetic data for every input at `batch` (edgebench.inputs.synthetic)."""
+        from edgebench.inputs import synthetic
+
+        return synthetic(self.input_set, batch, seed)
 
     @classmethod
     def for_artifact(cls, backend: str, cfg: RunConfig, model: ModelArtifact, *, precision: str | None = None,
@@ -55,7 +73,14 @@ class Prepared:
         """The usual Prepared: the artifact's file and input at the config's batch size."""
         return cls(backend=backend, model_path=model.onnx_path, input_name=model.input_name,
                    input_shape=(cfg.batch, *model.input_shape), input_dtype=model.input_dtype,
-                   precision=precision or model.precision, options=dict(options or {}), info=dict(info or {}))
+                   precision=precision or model.precision, options=dict(options or {}), info=dict(info or {}),
+                   inputs=tuple(model.inputs))
+
+
+def _legacy_input(name: str, dtype: str, shape: tuple[int, ...]) -> InputDesc:
+    from edgebench.inputs import InputDesc, role_for
+
+    return InputDesc(name, dtype, tuple(shape), role_for(name, dtype, tuple(shape)))
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ class TorchBackend:
             raise BackendError(f"torch backend needs a model spec for {model.model!r}: {exc}") from None
         if spec.source not in ("torchvision", "builtin"):
             raise BackendError(f"torch backend: model {model.model!r} is source {spec.source}, it has no torch module")
-        if opts["channels_last"] and len(model.input_shape) != 3:
+        if opts["channels_last"] and not any(len(d.shape) == 3 and d.dtype.startswith("float")
+                                             for d in model.input_set):
             raise BackendError(f"torch backend: channels_last needs an NCHW input; {model.model} has per-sample shape "
                                f"{list(model.input_shape)}")
         seed = model.sidecar.get("seed", 0)  # the seed the ONNX was exported with: same weights as the ONNX
@@ -171,7 +172,7 @@ class TorchSession:
         if device is None:
             raise BackendError(f"{self._where}: no torch device for placement {placement.device!r}")
         opts = {k: prepared.options.get(k, v) for k, v in OPTION_DEFAULTS.items()}
-        self._input_name = prepared.input_name
+        self._inputs = prepared.input_set  # several named inputs: forward(*inputs) in this order
         self._channels_last, self._use_graph = bool(opts["channels_last"]), bool(opts["cuda_graph"])
         self._compiled, self._autocast = bool(opts["compile"]), prepared.precision == "amp"
         self._dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
@@ -195,7 +196,7 @@ class TorchSession:
             import dataclasses
 
             spec = dataclasses.replace(spec, weights=prepared.options["weights"])
-        self._output_name = spec.output_name
+        self._output_names = spec.output_names
         with _BUILD_LOCK:
             model = build_torch_model(spec, int(prepared.options.get("weights_seed", 0)))
         model = model.requires_grad_(False).to(self.device, dtype=self._dtype)
@@ -213,20 +214,26 @@ class TorchSession:
         import numpy as np
         import torch
 
-        if self._input_name not in inputs:
-            raise BackendError(f"{self._where}: feed() needs input {self._input_name!r}, got {sorted(inputs)}")
-        arr = np.ascontiguousarray(inputs[self._input_name])
-        if self._graph is not None and tuple(arr.shape) != tuple(self._x.shape):
-            raise BackendError(f"{self._where}: CUDA graph was captured for shape {tuple(self._x.shape)}, got {arr.shape}")
+        missing = [d.name for d in self._inputs if d.name not in inputs]
+        if missing:
+            raise BackendError(f"{self._where}: feed() needs input(s) {missing}, got {sorted(inputs)}")
+        arrs = [np.ascontiguousarray(inputs[d.name]) for d in self._inputs]
+        if self._graph is not None and [a.shape for a in arrs] != [tuple(t.shape) for t in self._x]:
+            raise BackendError(f"{self._where}: CUDA graph was captured for shapes {[tuple(t.shape) for t in self._x]}, "
+                               f"got {[a.shape for a in arrs]}")
         self._own_stream()
-        x = torch.from_numpy(arr).to(self.device, dtype=self._dtype)
-        if self._channels_last and x.dim() == 4:
-            x = x.contiguous(memory_format=torch.channels_last)
+        xs = []
+        for arr in arrs:  # float inputs take the precision's dtype; token ids and masks keep theirs
+            x = torch.from_numpy(arr).to(self.device, dtype=self._dtype if arr.dtype.kind == "f" else None)
+            if self._channels_last and x.dim() == 4 and arr.dtype.kind == "f":
+                x = x.contiguous(memory_format=torch.channels_last)
+            xs.append(x)
         first = self._x is None
         if self._graph is not None:
-            self._x.copy_(x)  # the captured graph reads this static buffer
+            for static, x in zip(self._x, xs, strict=True):
+                static.copy_(x)  # the captured graph reads these static buffers
         else:
-            self._x = x
+            self._x = xs
         if first and (self._compiled or self._use_graph):
             with _BUILD_LOCK:  # one compile / capture at a time in streams mode
                 self._y = self._forward(self._x)  # compilation happens here, not in warm-up
@@ -254,9 +261,10 @@ class TorchSession:
         if self._y is None:
             self.infer()
         y = self._y
-        y = y[0] if isinstance(y, (tuple, list)) else next(iter(y.values())) if isinstance(y, dict) else y
-        with torch.inference_mode():
-            return {self._output_name: y.detach().to("cpu", dtype=torch.float32).numpy().copy()}
+        ys = list(y) if isinstance(y, (tuple, list)) else list(y.values()) if isinstance(y, dict) else [y]
+        with torch.inference_mode():  # every output, named as the spec (and the ONNX export) names them
+            return {name: t.detach().to("cpu", dtype=torch.float32 if t.is_floating_point() else None).numpy().copy()
+                    for name, t in zip(self._output_names, ys, strict=False)}
 
     def close(self) -> None:
         if self._stream is not None:
@@ -265,14 +273,14 @@ class TorchSession:
 
     # ------------------------------------------------------------------ internals
 
-    def _forward(self, x: Any) -> Any:
+    def _forward(self, xs: list[Any]) -> Any:
         import torch
 
         with torch.inference_mode():
             if self._autocast:
                 with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
-                    return self._model(x)
-            return self._model(x)
+                    return self._model(*xs)
+            return self._model(*xs)
 
     def _capture(self) -> None:
         """Capture one forward on this session's stream into a CUDA graph (after warm-up calls)."""

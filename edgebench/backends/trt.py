@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends import trt_logic as logic
 from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
 from edgebench.backends.trt_engine_cache import EngineCache, calibration_cache_path, timing_cache_path
+from edgebench.backends.trt_profile import ProfileEntry, check_network_inputs
 from edgebench.errors import BackendError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -258,6 +259,10 @@ def _build_engine(plan: logic.BuildPlan, timing_cache: Path, calibrator: tensorr
     inputs = [network.get_input(i).name for i in range(network.num_inputs)]
     if plan.input_name not in inputs:
         raise BackendError(f"{plan.onnx_path}: no input {plan.input_name!r} (inputs: {', '.join(inputs)})")
+    entries = [ProfileEntry(*e) for e in plan.profile] or [
+        ProfileEntry(plan.input_name, plan.min_shape, plan.opt_shape, plan.max_shape)]
+    dynamic = check_network_inputs(entries, {network.get_input(i).name: tuple(network.get_input(i).shape)
+                                             for i in range(network.num_inputs)})
 
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, plan.workspace_bytes)
@@ -272,8 +277,8 @@ def _build_engine(plan: logic.BuildPlan, timing_cache: Path, calibrator: tensorr
         config.default_device_type = trt.DeviceType.DLA
         config.DLA_core = plan.target.dla_core
     profile = builder.create_optimization_profile()
-    profile.set_shape(plan.input_name, trt.Dims(list(plan.min_shape)), trt.Dims(list(plan.opt_shape)),
-                      trt.Dims(list(plan.max_shape)))
+    for entry in dynamic:  # every dynamic input, from the shape plan (trt_profile)
+        profile.set_shape(entry.name, trt.Dims(list(entry.min)), trt.Dims(list(entry.opt)), trt.Dims(list(entry.max)))
     config.add_optimization_profile(profile)
     if calibrator is not None and plan.calibration_batch is not None:
         calib_profile = builder.create_optimization_profile()
@@ -379,16 +384,19 @@ class TrtSession:
         self.buffers: dict[str, int] = {}
         self.host: dict[str, np.ndarray] = {}
         self.inputs: list[str] = []
-        self._bind(prepared.input_shape)
+        batch = prepared.input_shape[0]
+        self._bind({d.name: d.full_shape(batch) for d in prepared.input_set})
 
-    def _bind(self, input_shape: tuple[int, ...]) -> None:
+    def _bind(self, input_shapes: dict[str, tuple[int, ...]]) -> None:
         import numpy as np
         import tensorrt as trt
 
         names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
         self.inputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         for name in self.inputs:
-            self.context.set_input_shape(name, tuple(input_shape))
+            if name not in input_shapes:
+                raise BackendError(f"engine input {name!r} is not in the shape plan ({', '.join(input_shapes)})")
+            self.context.set_input_shape(name, tuple(input_shapes[name]))
         for name in names:
             dtype = np.dtype(logic.numpy_dtype(self.engine.get_tensor_dtype(name).name))
             dims = self.context.get_tensor_shape(name)

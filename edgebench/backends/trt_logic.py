@@ -336,6 +336,8 @@ class BuildPlan:
     calibration_batch: int | None = None
     calibration_sha256: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # min/opt/max of every dynamic input (trt_profile.optimisation_profile); empty = the one input above
+    profile: tuple[tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...] = ()
 
     @property
     def set_flags(self) -> tuple[str, ...]:
@@ -356,6 +358,9 @@ class BuildPlan:
         if self.strategy.calibrate:
             opts["calibration_batch"] = self.calibration_batch
             opts["calibration_sha256"] = self.calibration_sha256
+        if len(self.profile) > 1:  # several inputs: every one's shapes are in the key (one-input keys unchanged)
+            opts["profile"] = ";".join(f"{n}:{'x'.join(map(str, lo))}/{'x'.join(map(str, op))}/{'x'.join(map(str, hi))}"
+                                       for n, lo, op, hi in self.profile)
         return tuple(sorted(opts.items()))
 
 
@@ -375,9 +380,15 @@ def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv
                calibration: dict[str, Any] | None = None) -> BuildPlan:
     """The engine to build for one placement target. One static-shape profile (min = opt = max = the
     configured batch): the measured batch is the only one run, and DLA engines need static shapes anyway."""
+    from edgebench.backends.trt_profile import optimisation_profile
+
     strategy = precision_strategy(cfg.precision, env, target, options["int8_calibration"])
     path, sha = source_onnx(strategy, model)
     shape = (cfg.batch, *model.input_shape)
+    profile = tuple(e.as_tuple() for e in optimisation_profile(model.input_set, cfg.batch))
+    if strategy.calibrate and len(model.input_set) > 1:
+        raise BackendError(f"{model.model}: implicit INT8 calibration (int8_calibration=entropy) feeds one input; "
+                           f"this model has {len(model.input_set)} - use the QDQ ONNX (int8_calibration=explicit)")
     notes = []
     if target.device_type == "dla":
         notes.append(f"DLA core {target.dla_core}, GPU fallback {'on' if options['gpu_fallback'] else 'off'}")
@@ -396,7 +407,7 @@ def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv
                      input_name=model.input_name, min_shape=shape, opt_shape=shape, max_shape=shape, target=target,
                      gpu_fallback=bool(options["gpu_fallback"]) and target.device_type == "dla",
                      workspace_mib=int(options["workspace_mib"]), calibration_batch=calib_batch,
-                     calibration_sha256=calib_sha, notes=tuple(notes))
+                     calibration_sha256=calib_sha, notes=tuple(notes), profile=profile)
 
 
 def onnx_fixed_batch(path: str, input_name: str) -> int | None:

@@ -105,6 +105,9 @@ COLUMNS: list[Column] = [
     Column("accuracy_top1_agreement_pct", "%", "share of inputs whose top-1 class equals the FP32 reference's"),
     Column("accuracy_max_abs_err", "", "largest absolute difference of any output value vs FP32 (output units)"),
     Column("accuracy_cosine_min", "", "lowest cosine similarity of an output vector vs FP32 (1 = identical)"),
+    Column("accuracy_outputs", "", "the named outputs compared with FP32, ';'-joined (worst of them in the columns "
+                                   "above; top-1 only over class-score outputs [N, num_classes])"),
+    Column("accuracy_per_output", "", "every output's cosine min / max abs err (/ top-1) vs FP32, '; '-joined"),
     # --- accuracy against labels (accuracy.dataset), outside the measured window
     Column("accuracy_top1_pct", "%", "share of the evaluated labelled images whose label is the top output"),
     Column("accuracy_top5_pct", "%", "share whose label is among the 5 top outputs (empty below 5 classes)"),
@@ -135,6 +138,9 @@ COLUMNS: list[Column] = [
            "hold it, and that the core TensorRT ran on is unverified (ORT does not report it)"),
     Column("engine_build_s", "s", "seconds TensorRT spent building this row's engines (empty when all came from the cache)"),
     Column("engine_cache", "", "per target: engine cache hit, or why it was built/rebuilt (stale, foreign, corrupt)"),
+    # --- inputs (any ONNX: several named inputs, dtypes, shapes)
+    Column("input_shapes", "", "every input fed, name:dtype[shape] with the batch first, ';'-joined"),
+    Column("batch_note", "", "set when the model's graph fixes the batch: the row runs at that batch only"),
     # --- artifacts
     Column("onnx_sha256", "", "sha256 of the ONNX file the backend prepared from"),
     Column("artifact_dir", "", "folder of this row's per-row files (latencies, telemetry timeline), relative to the run"),

@@ -77,17 +77,20 @@ def run_instances(
     prepared: Prepared,
     *,
     samplers: Sequence[Sampler] = (),
-    accuracy_inputs: np.ndarray | None = None,
+    accuracy_inputs: np.ndarray | dict[str, np.ndarray] | None = None,
     on_measure_start: Callable[[list[int]], None] | None = None,
     child_env: Mapping[str, str] | None = None,
 ) -> RunOutcome:
     """Run cfg.instances instances of `prepared` and return their per-inference timestamps.
 
-    `child_env` is added to every instance process's environment (e.g. the CUDA MPS pipe folder)."""
+    `child_env` is added to every instance process's environment (e.g. the CUDA MPS pipe folder).
+    `accuracy_inputs`: [N, *sample] for the one input, or {input name: [N, *sample]} for every input."""
     from edgebench.backends.registry import backend_target
 
     backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
-    if accuracy_inputs is not None:
+    if isinstance(accuracy_inputs, dict):
+        _check_accuracy_feeds(prepared, accuracy_inputs)
+    elif accuracy_inputs is not None:
         sample = tuple(prepared.input_shape[1:])
         if accuracy_inputs.ndim != len(sample) + 1 or tuple(accuracy_inputs.shape[1:]) != sample or len(accuracy_inputs) == 0:
             raise ConfigError(
@@ -99,6 +102,21 @@ def run_instances(
         return run.execute()
     finally:
         run.cleanup()
+
+
+def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> None:
+    """Every input of `prepared`, each [N>=1, *its sample shape], the same N."""
+    counts = set()
+    for d in prepared.input_set:
+        arr = feeds.get(d.name)
+        if arr is None:
+            raise ConfigError("run_instances", "accuracy_inputs", f"no array for input '{d.name}'")
+        if arr.ndim != len(d.shape) + 1 or tuple(arr.shape[1:]) != d.shape or len(arr) == 0:
+            raise ConfigError("run_instances", "accuracy_inputs",
+                              f"input '{d.name}': shape {list(arr.shape)} is not [N>=1, {', '.join(map(str, d.shape))}]")
+        counts.add(len(arr))
+    if len(counts) > 1:
+        raise ConfigError("run_instances", "accuracy_inputs", f"inputs have different sample counts {sorted(counts)}")
 
 
 @dataclass
@@ -116,7 +134,7 @@ class _Run:
         cfg: RunConfig,
         prepared: Prepared,
         samplers: Sequence[Sampler],
-        accuracy_inputs: np.ndarray | None,
+        accuracy_inputs: np.ndarray | dict[str, np.ndarray] | None,
         on_measure_start: Callable[[list[int]], None] | None,
         child_env: dict[str, str] | None = None,
     ) -> None:
@@ -296,8 +314,12 @@ class _Run:
         if self.accuracy_inputs is not None:
             import numpy as np
 
-            acc_path = os.path.join(self.workdir, "accuracy_inputs.npy")
-            np.save(acc_path, np.ascontiguousarray(self.accuracy_inputs))
+            if isinstance(self.accuracy_inputs, dict):
+                acc_path = os.path.join(self.workdir, "accuracy_inputs.npz")
+                np.savez(acc_path, **{k: np.ascontiguousarray(v) for k, v in self.accuracy_inputs.items()})
+            else:
+                acc_path = os.path.join(self.workdir, "accuracy_inputs.npy")
+                np.save(acc_path, np.ascontiguousarray(self.accuracy_inputs))
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
         with _child_env({**worker.thread_env(cfg.threads_per_instance), **self.child_env}):
             for group in groups:

@@ -224,18 +224,23 @@ def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
 
 
 def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str, out_path: str) -> None:
-    """Run the [N, *sample] inputs in chunks of `batch` (last one zero-padded); pickle outputs trimmed to N."""
+    """Run the accuracy inputs in chunks of `batch` (the last one padded with copies of its final sample);
+    pickle the outputs trimmed to N. `inputs_path` is an .npy of [N, *sample] for the one input, or an .npz
+    with one [N, *sample] array per input name."""
     import numpy as np
 
-    inputs = np.load(inputs_path).astype(prepared.input_dtype, copy=False)
-    total = len(inputs)
+    from edgebench.inputs import batches_of
+
+    if inputs_path.endswith(".npz"):
+        with np.load(inputs_path, allow_pickle=False) as npz:
+            dtypes = {d.name: d.dtype for d in prepared.input_set}
+            inputs = {name: npz[name].astype(dtypes.get(name, npz[name].dtype), copy=False) for name in npz.files}
+    else:
+        inputs = {prepared.input_name: np.load(inputs_path).astype(prepared.input_dtype, copy=False)}
+    total = len(next(iter(inputs.values())))
     parts: dict[str, list[np.ndarray]] = {}
-    for first in range(0, total, batch):
-        chunk = inputs[first:first + batch]
-        if len(chunk) < batch:
-            pad = np.zeros((batch - len(chunk), *chunk.shape[1:]), dtype=chunk.dtype)
-            chunk = np.concatenate([chunk, pad])
-        session.feed({prepared.input_name: np.ascontiguousarray(chunk)})
+    for chunk in batches_of(inputs, batch):
+        session.feed(chunk)
         session.infer()
         for name, value in session.outputs().items():
             parts.setdefault(name, []).append(np.array(value, copy=True))
@@ -259,7 +264,7 @@ def run_instance(
     """One instance from open to its timestamps on disk. Reports every failure; returns True when done."""
     import numpy as np
 
-    from edgebench.backends.base import Placement, make_input
+    from edgebench.backends.base import Placement
     from edgebench.backends.registry import get_backend
 
     phase = "open"
@@ -270,14 +275,14 @@ def run_instance(
         placement = Placement(device=cfg.placements[index], instance=index, threads=cfg.threads_per_instance)
         session = backend.open(prepared, placement)
         set_phase = getattr(session, "set_phase", None)
-        timing_input = make_input((cfg.batch, *prepared.input_shape[1:]), prepared.input_dtype, seed=cfg.seed + index)
+        timing_inputs = prepared.feeds(cfg.batch, cfg.seed + index)  # every input, valid per dtype
         if accuracy_path is not None and index == 0:
             phase = "accuracy"
             send(("phase", index, phase))
             out_path = os.path.join(workdir, "accuracy_outputs.pkl")
             run_accuracy(session, prepared, cfg.batch, accuracy_path, out_path)
             send(("accuracy", index, out_path))
-        session.feed({prepared.input_name: timing_input})
+        session.feed(timing_inputs)
         phase = "warmup"
         send(("phase", index, phase))
         if set_phase is not None:
