@@ -113,12 +113,12 @@ def is_class_scores(reference: np.ndarray, num_classes: int | None = None) -> bo
 
 def accuracy_feeds(inputs: tuple[InputDesc, ...], samples: int, seed: int,
                    data: str | None = None) -> dict[str, np.ndarray]:
-    """The fixed inputs of every row's accuracy check: the model's real data (first `samples` of the .npz
+    """The fixed inputs of every row's accuracy check: the model's real data (up to `samples` of the .npz
     file/folder) or seeded synthetic data valid per input (never equal to the timing inputs)."""
     from edgebench.inputs import load_data, synthetic
 
     if data:
-        return load_data(data, inputs, samples)
+        return {k: v[:samples] for k, v in load_data(data, inputs).items()}
     return synthetic(inputs, samples, seed + ACCURACY_SEED_OFFSET)
 
 
@@ -126,9 +126,12 @@ def compare_outputs(outputs: Mapping[str, np.ndarray], reference: Mapping[str, n
                     num_classes: int | None = None) -> list[OutputAgreement]:
     """Every output of the reference that the row also returned, by name, in the reference's order.
     Shape differences are noted per output, not raised; an output the row lacks is noted as missing.
-    Top-1 agreement only for class-score outputs (is_class_scores with `num_classes`)."""
+    Top-1 agreement only for class-score outputs: is_class_scores with `num_classes` (None: any C >= 2), and not
+    an [N, A] output when another output is [N, A, ...] (a per-anchor or per-token value, not a class vector)."""
     import numpy as np
 
+    # a [N, A] output beside a [N, A, ...] one is per anchor/token (e.g. a detector's objectness), not per sample
+    per_element = {np.asarray(r).shape[1] for r in reference.values() if np.asarray(r).ndim >= 3}
     out: list[OutputAgreement] = []
     for name, ref in reference.items():
         ref = np.asarray(ref)
@@ -145,7 +148,8 @@ def compare_outputs(outputs: Mapping[str, np.ndarray], reference: Mapping[str, n
             out.append(OutputAgreement(name, None, None, None, 0, "empty output"))
             continue
         a = compare(got, ref)
-        top1 = a.top1_agreement_pct if is_class_scores(ref, num_classes) else None
+        scores = is_class_scores(ref, num_classes) and ref.shape[1] not in per_element
+        top1 = a.top1_agreement_pct if scores else None
         out.append(OutputAgreement(name, a.cosine_min, a.max_abs_err, top1, a.samples))
     return out
 

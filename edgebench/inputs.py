@@ -164,12 +164,13 @@ def role_for(name: str, dtype: str, shape: tuple[int, ...]) -> str:
 
 def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]] | None = None,
             vocab: Mapping[str, int] | None = None, source: str = "model",
-            shapes_source: str = "--shapes") -> ShapePlan:
+            shapes_source: str = "--shapes", vocab_from_data: bool = False) -> ShapePlan:
     """Resolve every graph input to a per-sample shape, a dtype and a data role.
 
     Errors name the input (and the axis): an unknown name in `shapes`, a shape of the wrong rank, a dim
     that contradicts a fixed one in the graph, a symbolic axis no shape gives, an unsupported dtype, a token
-    input with no vocabulary, inputs that disagree on a fixed batch."""
+    input with no vocabulary (unless `vocab_from_data`: the caller takes it from real data), inputs that disagree
+    on a fixed batch."""
     graph = list(graph)
     shapes = dict(shapes or {})
     vocab = dict(vocab or {})
@@ -219,7 +220,7 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
         shape = tuple(sample)
         role = role_for(g.name, g.dtype, shape)
         size = vocab.get(g.name, vocab.get("*")) if role == "tokens" else None
-        if role == "tokens" and size is None:
+        if role == "tokens" and size is None and not vocab_from_data:
             raise InputError(f"{source}: input '{g.name}' is {g.dtype} token ids and no vocabulary size is known; "
                              f"give --vocab {g.name}:N (or vocab: in the model spec), or real data with --data")
         descs.append(InputDesc(g.name, g.dtype, shape, role, size, g.dynamic_axes))
@@ -363,3 +364,18 @@ def batches_of(data: Mapping[str, np.ndarray], batch: int, *, pad: bool = True) 
             chunk = {k: np.concatenate([v, np.repeat(v[-1:], short, axis=0)]) for k, v in chunk.items()}
         out.append({k: np.ascontiguousarray(v) for k, v in chunk.items()})
     return out
+
+
+def vocab_from(inputs: tuple[InputDesc, ...], data: Mapping[str, np.ndarray], source: str) -> tuple[InputDesc, ...]:
+    """Token inputs without a vocabulary get max id + 1 of the real data (ids must be >= 0)."""
+    import dataclasses
+
+    out = []
+    for d in inputs:
+        if d.role == "tokens" and d.vocab is None:
+            ids = data[d.name]
+            if ids.size == 0 or int(ids.min()) < 0:
+                raise InputError(f"{source}: input '{d.name}': token ids in the data must be >= 0 to infer a vocabulary")
+            d = dataclasses.replace(d, vocab=int(ids.max()) + 1)
+        out.append(d)
+    return tuple(out)

@@ -126,16 +126,19 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     from edgebench.calibration import calibration_batches, calibration_feeds, labelled_source
 
     source = str(calibration.get("source", "synthetic"))
+    samples = int(calibration.get("samples", 32))
     labelled = labelled_source(spec, calibration)
     if labelled is not None:  # calibration.source: labelled (one image input)
-        batch, record = calibration_batches(source, tuple(spec.input_shape), int(calibration.get("samples", 32)),
-                                            int(calibration.get("seed", 0)), labelled=labelled)
+        batch, record = calibration_batches(source, tuple(spec.input_shape), samples, int(calibration.get("seed", 0)),
+                                            labelled=labelled)
         data = {spec.input_name: batch}
     else:
-        if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data)
+        if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data):
+            from edgebench.inputs import load_data  # up to calibration.samples of it
+
             source = spec.data
-        data, record = calibration_feeds(source, spec.input_set, int(calibration.get("samples", 32)),
-                                         int(calibration.get("seed", 0)))
+            samples = min(samples, len(next(iter(load_data(source, spec.input_set).values()))))
+        data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
     inputs = {"fp32_sha256": fp32.sha256, "settings": INT8_SETTINGS, "calibration": record,
               "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
 
@@ -238,8 +241,14 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
     info = inspect_onnx(path)
     shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
     vocab_map = parse_vocab(vocab)
-    plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source)
-    first = plan.inputs[0]
+    plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
+                   vocab_from_data=bool(data))
+    inputs = plan.inputs
+    if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
+        from edgebench.inputs import load_data, vocab_from
+
+        inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
+    first = inputs[0]
     num_classes = _output_classes(path)
     return ModelSpec(
         name=name or Path(path).stem,
@@ -254,7 +263,7 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
         dynamic_batch=plan.fixed_batch is None,
         opset=info.opset,
         spec_file=str(path),
-        inputs=plan.inputs,
+        inputs=inputs,
         outputs=tuple(info.output_names),
         vocab=vocab_map.get("*"),
         shapes=",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shape_map.items()) or None,

@@ -374,7 +374,8 @@ def accuracy_fields(spec: ModelSpec, models: ModelCache, feeds: dict[str, np.nda
 
     try:
         reference = models.references(spec, feeds, seed)
-        agreements = compare_outputs(_by_name(outputs, reference), reference, spec.num_classes)
+        num_classes = spec.num_classes if spec.source != "onnx" else None  # an external file states no classes
+        agreements = compare_outputs(_by_name(outputs, reference), reference, num_classes)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own types (InvalidArgument, Fail, ...)
         text = " ".join(str(exc).split())[:300]
         return {"reason": "; ".join(r for r in (reason, f"accuracy not compared: {type(exc).__name__}: {text}") if r)}
