@@ -9,8 +9,8 @@ from edgebench.backends.base import ModelArtifact
 from edgebench.backends.trt_profile import ProfileEntry, check_network_inputs, optimisation_profile
 from edgebench.config import RunConfig
 from edgebench.errors import BackendError
-from edgebench.inputs import InputDesc, resolve
 from edgebench.inputs import GraphInput as G
+from edgebench.inputs import InputDesc, resolve
 
 BERT = resolve([G("input_ids", "int64", ("batch", "seq")), G("attention_mask", "int64", ("batch", "seq")),
                 G("scale", "float32", (1,))], shapes={"input_ids": (8, 128), "attention_mask": (8, 128)},
