@@ -54,6 +54,7 @@ def test_every_model_yaml_loads_and_names_a_real_constructor():
         assert spec.description and "\n" not in spec.description
         if spec.source == "torchvision":
             assert callable(getattr(torchvision.models, spec.arch)), spec.arch
+        if spec.source == "torchvision" and not spec.config:  # test-size variants (vit_tiny) set a config
             assert spec.input_shape == (3, 224, 224) and spec.num_classes == 1000
             assert spec.opset == 17 and spec.dynamic_batch
             assert (spec.input_name, spec.output_name) == ("input", "output")

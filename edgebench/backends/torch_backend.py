@@ -178,7 +178,7 @@ class TorchSession:
         self._dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
         self._stream: Any = None
         self._stream_owner = 0
-        self._graph = self._x = self._y = None
+        self._graph = self._xs = self._y = None
         if device[0] == "cuda":
             seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
             if device[1] >= seen:
@@ -207,6 +207,11 @@ class TorchSession:
             self._stream = torch.cuda.Stream(device=self.device)
             torch.cuda.synchronize(self.device)
 
+    @property
+    def _x(self) -> Any:
+        """The first input's tensor on the device (None before feed())."""
+        return self._xs[0] if self._xs else None
+
     # ------------------------------------------------------------------ Session
 
     @_oom_guard
@@ -216,10 +221,11 @@ class TorchSession:
 
         missing = [d.name for d in self._inputs if d.name not in inputs]
         if missing:
-            raise BackendError(f"{self._where}: feed() needs input(s) {missing}, got {sorted(inputs)}")
+            raise BackendError(f"{self._where}: feed() needs input{'s' if len(missing) > 1 else ''} "
+                               f"{', '.join(repr(m) for m in missing)}, got {sorted(inputs)}")
         arrs = [np.ascontiguousarray(inputs[d.name]) for d in self._inputs]
-        if self._graph is not None and [a.shape for a in arrs] != [tuple(t.shape) for t in self._x]:
-            raise BackendError(f"{self._where}: CUDA graph was captured for shapes {[tuple(t.shape) for t in self._x]}, "
+        if self._graph is not None and [a.shape for a in arrs] != [tuple(t.shape) for t in self._xs]:
+            raise BackendError(f"{self._where}: CUDA graph was captured for shapes {[tuple(t.shape) for t in self._xs]}, "
                                f"got {[a.shape for a in arrs]}")
         self._own_stream()
         xs = []
@@ -228,15 +234,15 @@ class TorchSession:
             if self._channels_last and x.dim() == 4 and arr.dtype.kind == "f":
                 x = x.contiguous(memory_format=torch.channels_last)
             xs.append(x)
-        first = self._x is None
+        first = self._xs is None
         if self._graph is not None:
-            for static, x in zip(self._x, xs, strict=True):
+            for static, x in zip(self._xs, xs, strict=True):
                 static.copy_(x)  # the captured graph reads these static buffers
         else:
-            self._x = xs
+            self._xs = xs
         if first and (self._compiled or self._use_graph):
             with _BUILD_LOCK:  # one compile / capture at a time in streams mode
-                self._y = self._forward(self._x)  # compilation happens here, not in warm-up
+                self._y = self._forward(self._xs)  # compilation happens here, not in warm-up
                 if self._use_graph and self._stream is not None:
                     self._capture()
         if self._stream is not None:
@@ -249,14 +255,14 @@ class TorchSession:
         if self._graph is not None:
             self._graph.replay()
         else:
-            self._y = self._forward(self._x)
+            self._y = self._forward(self._xs)
         if self._stream is not None:
             self._stream.synchronize()
 
     def outputs(self) -> dict[str, np.ndarray]:
         import torch
 
-        if self._x is None:
+        if self._xs is None:
             raise BackendError(f"{self._where}: outputs() before feed()")
         if self._y is None:
             self.infer()
@@ -269,7 +275,7 @@ class TorchSession:
     def close(self) -> None:
         if self._stream is not None:
             self._stream.synchronize()
-        self._graph = self._x = self._y = self._model = None
+        self._graph = self._xs = self._y = self._model = None
 
     # ------------------------------------------------------------------ internals
 
@@ -287,11 +293,11 @@ class TorchSession:
         import torch
 
         for _ in range(GRAPH_WARMUP_CALLS):
-            self._forward(self._x)
+            self._forward(self._xs)
         self._stream.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=self._stream, capture_error_mode="thread_local"):
-            self._y = self._forward(self._x)
+            self._y = self._forward(self._xs)
         self._graph = graph
 
     def _own_stream(self) -> None:
