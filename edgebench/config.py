@@ -576,6 +576,8 @@ def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
         name = item.get("name")
         if not isinstance(name, str) or not name:
             raise ConfigError(source, f"{where}.name", "is required (the input's name in the graph)")
+        if name in {d.name for d in out}:
+            raise ConfigError(source, f"{where}.name", f"input '{name}' is listed twice")
         dtype = item.get("dtype", "float32")
         if dtype not in INPUT_DTYPES:
             raise ConfigError(source, f"{where}.dtype", f"{dtype!r} is not one of {', '.join(INPUT_DTYPES)}")
@@ -594,8 +596,6 @@ def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
         if role == "tokens" and vocab is None:
             raise ConfigError(source, f"{where}.vocab", f"input '{name}' is {dtype} token ids: give vocab "
                                                         "(here or at the top of the spec)")
-        if name in {d.name for d in out}:
-            raise ConfigError(source, f"{where}.name", f"input '{name}' is listed twice")
         out.append(InputDesc(name, dtype, tuple(shape), role, vocab, (0,) if values["dynamic_batch"] else ()))
     return tuple(out)
 

@@ -265,3 +265,39 @@ def test_real_shape_specs_export_with_parity(tmp_path, model):
     parity = art.sidecar["parity"]
     assert parity["passed"] and parity["reference_max_abs"] > 1e-3, parity  # outputs are not vanishing
     assert [o["name"] for o in art.sidecar["outputs"]] == list(load_model_spec(model).output_names)
+
+
+def test_model_spec_input_errors_name_the_field(tmp_path):
+    from edgebench.config import model_spec_from_dict
+    from edgebench.errors import ConfigError
+
+    base = {"name": "m", "source": "builtin", "arch": "transformer_encoder",
+            "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [16], "vocab": 9},
+                       {"name": "attention_mask", "dtype": "int64", "shape": [16]}]}
+    spec = model_spec_from_dict(base, "m.yaml")
+    assert (spec.input_name, spec.input_shape, spec.input_dtype) == ("input_ids", (16,), "int64")
+    for change, field, words in [
+        ({"dtype": "int8"}, "inputs[1].dtype", "'int8' is not one of"),
+        ({"shape": [0]}, "inputs[1].shape", "every dim must be >= 1"),
+        ({"name": "input_ids"}, "inputs[1].name", "listed twice"),
+        ({"role": "tokens"}, "inputs[1].vocab", "give vocab"),
+    ]:
+        bad = {**base, "inputs": [base["inputs"][0], {**base["inputs"][1], **change}]}
+        with pytest.raises(ConfigError) as err:
+            model_spec_from_dict(bad, "m.yaml")
+        assert f"m.yaml: field '{field}'" in str(err.value) and words in str(err.value)
+
+
+def test_onnx_model_spec_takes_shapes_from_the_spec_or_the_profile(files):
+    from edgebench.config import model_spec_from_dict
+    from edgebench.inputs import InputError
+    from edgebench.precision import resolved_spec
+
+    spec = model_spec_from_dict({"name": "hw", "source": "onnx", "onnx_path": str(files["symhw"]),
+                                 "shapes": "pixels:1x3x48x64"}, "hw.yaml")
+    assert resolved_spec(spec).input_set[0].shape == (3, 48, 64)
+    assert resolved_spec(spec, "pixels:1x3x20x30", "sweep.shapes.hw").input_set[0].shape == (3, 20, 30)
+    wrong = model_spec_from_dict({"name": "hw", "source": "onnx", "onnx_path": str(files["symhw"]),
+                                  "shapes": "image:1x3x8x8"}, "hw.yaml")
+    with pytest.raises(InputError, match="hw.yaml: shapes: .*no input named 'image'"):
+        resolved_spec(wrong)

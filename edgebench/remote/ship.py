@@ -74,6 +74,11 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
             "opset": spec.opset,
             "parity_atol": spec.parity_atol,
         }
+        vocabs = [d.vocab for d in spec.input_set if d.vocab]
+        if spec.vocab or vocabs:  # token-id inputs: the board resolves them from the graph and needs the vocabulary
+            data["vocab"] = spec.vocab or vocabs[0]
+        if spec.outputs:
+            data["outputs"] = list(spec.outputs)
         (staging / "models" / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return Shipment(staging, list(models))
 
