@@ -11,7 +11,8 @@ depthwise convs of MobileNet/EfficientNet get kaiming std computed without `grou
 ~1e-15, which FP16 flushes to zero and INT8 cannot represent). Before export, the BatchNorm running
 statistics of a random-init model are re-estimated on a few seeded synthetic batches (BN layers in
 train mode, everything else in eval mode), which gives unit-scale activations like a trained network.
-Weights loaded from a file are never touched.
+A Linear layer initialised to all zeros (torchvision's ViT head) gets seeded N(0, 0.02) weights, so the
+outputs are not identically zero. Weights loaded from a file are never touched.
 """
 
 from __future__ import annotations
@@ -80,8 +81,21 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
     if weights is not None:
         _load_weights(model, weights)
     else:
+        _reinit_zero_linears(model, seed)
         _recalibrate_batchnorm(model, spec, seed)
     return model.eval()
+
+
+def _reinit_zero_linears(model: torch.nn.Module, seed: int) -> None:
+    """Random init only: a Linear whose weight starts all zero (torchvision's ViT classifier head) makes every
+    output exactly 0, so accuracy against FP32 would compare zeros. Such weights get seeded N(0, 0.02)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear) and m.weight.numel() and not m.weight.any():
+                m.weight.copy_(torch.randn(m.weight.shape, generator=gen) * 0.02)
 
 
 def _weights_file(spec: ModelSpec) -> Path | None:

@@ -206,6 +206,20 @@ def test_model_specs_run_on_the_cpu(env, profile, tmp_path, model, backend, prec
         assert float(row["accuracy_max_abs_err"]) < 1e-3
 
 
+@pytest.mark.parametrize("model", ["vit_tiny", "bert_tiny", "detector_tiny"])
+def test_test_size_specs_export_with_parity_and_live_outputs(tmp_path, model):
+    """Random init gives outputs worth comparing: not all zero (torchvision's ViT head starts at zeros)."""
+    pytest.importorskip("torch", reason="export needs torch")
+    from edgebench.artifacts import Artifacts
+    from edgebench.config import load_model_spec
+    from edgebench.export import export_onnx
+
+    spec = load_model_spec(model)
+    parity = export_onnx(spec, Artifacts(tmp_path)).sidecar["parity"]
+    assert parity["passed"] and parity["reference_max_abs"] > 1e-2, parity
+    assert set(parity["max_abs_err_per_output"]) == set(spec.output_names)
+
+
 def test_real_shape_specs_declare_their_inputs():
     from edgebench.config import load_model_spec
 
