@@ -261,8 +261,12 @@ def _build_engine(plan: logic.BuildPlan, timing_cache: Path, calibrator: tensorr
         raise BackendError(f"{plan.onnx_path}: no input {plan.input_name!r} (inputs: {', '.join(inputs)})")
     entries = [ProfileEntry(*e) for e in plan.profile] or [
         ProfileEntry(plan.input_name, plan.min_shape, plan.opt_shape, plan.max_shape)]
-    dynamic = check_network_inputs(entries, {network.get_input(i).name: tuple(network.get_input(i).shape)
-                                             for i in range(network.num_inputs)})
+    shapes = {}
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        dims = tensor.shape
+        shapes[tensor.name] = tuple(dims[k] for k in range(len(dims)))
+    dynamic = check_network_inputs(entries, shapes)  # every dynamic input has min/opt/max in the plan
 
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, plan.workspace_bytes)
