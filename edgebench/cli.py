@@ -392,10 +392,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     model = args.model
     fixed_batches: dict[str, int] = {}
     batch = args.batch
-    if batch is not None and batch < 1:
-        from edgebench.errors import EdgebenchError
-
-        raise EdgebenchError(f"--batch {batch}: must be >= 1")
     if args.onnx:
         from edgebench.export import load_external_onnx
         from edgebench.inputs import parse_shapes
