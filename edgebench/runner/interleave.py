@@ -81,6 +81,7 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
     from edgebench.backends.base import make_input
 
     x_np = make_input(tuple(prepared.input_shape), prepared.input_dtype, seed)
+    feeds = prepared.feeds(prepared.input_shape[0], seed)  # every input (x_np is the first one's data)
     if framework == "null":
         return lambda: None
     if framework == "ort":
@@ -94,13 +95,13 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
         if device == "cpu":
             sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=["CPUExecutionProvider"])
             names = [o.name for o in sess.get_outputs()]
-            feed = {prepared.input_name: x_np}
-            return lambda: sess.run(names, feed) and None
+            return lambda: sess.run(names, feeds) and None
         device_id = int(device.split(":")[1]) if ":" in device else 0
         sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=[
             ("CUDAExecutionProvider", {"device_id": device_id, "use_tf32": int(prepared.precision == "tf32")})])
         binding = sess.io_binding()
-        binding.bind_ortvalue_input(prepared.input_name, ort.OrtValue.ortvalue_from_numpy(x_np, "cuda", device_id))
+        for name, arr in feeds.items():
+            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(arr, "cuda", device_id))
         for out in sess.get_outputs():
             binding.bind_output(out.name, "cuda", device_id)
 
@@ -173,12 +174,12 @@ def _edgebench_child(cfg: RunConfig, prepared: Prepared, conn: Any, stop_raw: An
     """A runner instance's process and loop: setup_child, Session, warm_up, then worker.measure per slice."""
     worker.setup_child(cfg.threads_per_instance, parent_pid)
     try:
-        from edgebench.backends.base import Placement, make_input
+        from edgebench.backends.base import Placement
         from edgebench.backends.registry import get_backend
 
         session = get_backend(prepared.backend).open(
             prepared, Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance))
-        session.feed({prepared.input_name: make_input(tuple(prepared.input_shape), prepared.input_dtype, cfg.seed)})
+        session.feed(prepared.feeds(prepared.input_shape[0], cfg.seed))  # every input; one input: make_input's data
         _, rate_ips = worker.warm_up(session.infer, cfg.warmup_s)
         conn.send(("ready",))
         stop = memoryview(stop_raw).cast("B")
