@@ -158,8 +158,8 @@ def test_a_sweep_row_on_a_hot_board_is_invalid_with_the_cause(board, tmp_path, m
     put(board, "class/thermal/thermal_zone4/temp", 99500)  # tj-thermal at its passive trip
     real = registry.make_sampler
     monkeypatch.setattr(registry, "make_sampler",
-                        lambda name, interval_s, sysfs_root="/": real(name, interval_s,
-                                                                      board if name == "jetson_throttle" else "/"))
+                        lambda name, interval_s, sysfs_root="/", placements=(): real(
+                            name, interval_s, board if name == "jetson_throttle" else "/", placements))
     profile = load_profile("smoke").with_overrides("sweep", backends=["null"], precisions=["fp32"], batches=[1],
                                                    instances=[1])
     profile = profile.with_overrides("run", duration_s=0.2, min_inferences=10, accuracy_samples=0)
