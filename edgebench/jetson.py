@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from edgebench.facts import Facts
+
 JETPACK_SOURCE = "NVIDIA JetPack archive (developer.nvidia.com/embedded/jetpack-archive)"
 
 # exact L4T release -> JetPack release
@@ -307,8 +309,6 @@ def jtop_service_state(root: str | Path = "/", run: Runner = run_command) -> dic
 
 def jetson_info(root: str | Path = "/", run: Runner = run_command) -> dict[str, Any]:
     """Everything above for system.json; values None where unavailable, reasons in 'unavailable'."""
-    from edgebench.system import Facts
-
     facts = Facts()
     get, unavailable = facts.get, facts.unavailable
     release = get("l4t", lambda: read_l4t_release(root))

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgebench.facts import Facts, why
+
 PACKAGES = (
     "numpy", "onnx", "onnxscript", "onnxruntime", "onnxruntime-gpu", "torch", "torchvision", "psutil",
     "tensorrt", "jetson-stats", "nvidia-ml-py", "pyyaml", "rich", "pandas", "matplotlib",
@@ -61,29 +63,6 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     if extra:
         info.update(extra)
     return info
-
-
-class Facts:
-    """Gathers facts for system.json: a failing probe gives None and its reason in `unavailable`."""
-
-    def __init__(self) -> None:
-        self.unavailable: dict[str, str] = {}
-
-    def get(self, key: str, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except Exception as exc:  # record why, never raise
-            self.unavailable[key] = _why(exc)
-            return None
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f"{exc.filename}: " if exc.filename else ""
-        return f"{where}{exc.strerror}"
-    if isinstance(exc, LookupError) and str(exc):  # our own "why" messages
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _gpus() -> list[dict[str, Any]]:
@@ -204,7 +183,7 @@ def _packages(unavailable: dict[str, str]) -> dict[str, str | None]:
             unavailable[f"packages.{name}"] = "not installed"
         except Exception as exc:
             out[name] = None
-            unavailable[f"packages.{name}"] = _why(exc)
+            unavailable[f"packages.{name}"] = why(exc)
     return out
 
 
