@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from edgebench.report.runs import Run, num
-from edgebench.report.tables import Col, Table, precision_rank
+from edgebench.report.table_format import Col, Table, precision_rank
 
 COMPARE_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "options", "power_mode")
 
