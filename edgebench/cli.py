@@ -11,92 +11,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgebench.bench_options import (
+    EXIT_PARTIAL,
+    add_accuracy_arguments,
+    add_bench_arguments,
+    add_load_options,
+    apply_accuracy,
+    apply_overrides,
+    csv_list,
+    load_overrides,
+    positive_int,
+    seconds,
+)
+
 DEFAULT_OUT = "runs"
-
-
-def _csv_list(kind: type) -> Any:
-    def parse(text: str) -> list[Any]:
-        try:
-            return [kind(x.strip()) for x in text.split(",") if x.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
-
-    return parse
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_list(text: str) -> list[int]:
-    values = _csv_list(int)(text)
-    bad = [v for v in values if v < 1]
-    if bad or not values:
-        raise argparse.ArgumentTypeError(f"every value must be >= 1, got {text!r}")
-    return values
-
-
-def _seconds(text: str) -> float:
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
-    return value
-
-
-# exit status of bench/run with --strict when some rows failed or are invalid (documented in README)
-EXIT_PARTIAL = 3
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
                     "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples")
-
-
-def _add_load_options(parser: argparse.ArgumentParser) -> None:
-    """Load shape and GPU sharing, shared by bench and run (override the profile's run section)."""
-    parser.add_argument("--rate", type=float, metavar="HZ",
-                        help="open loop: each instance is a stream of HZ arrivals per second; latency counts queueing")
-    parser.add_argument("--slo-ms", type=float, metavar="MS",
-                        help="with --rate: search the most streams whose p99 latency stays <= MS (slo_search.csv)")
-    parser.add_argument("--max-streams", type=int, metavar="N", help="the SLO search tries at most N streams")
-    parser.add_argument("--gpu-sharing", choices=["time-slicing", "mps"],
-                        help="mps: run GPU instances under a CUDA MPS daemon edgebench starts and stops per row")
-
-
-def _load_overrides(profile: Any, args: argparse.Namespace) -> Any:
-    return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
-                                  gpu_sharing=args.gpu_sharing)
-
-
-def _accuracy_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("accuracy (real weights, labelled images)")
-    g.add_argument("--weights", help="weights for every model: torchvision:IMAGENET1K_V2 (torchvision's enum member, "
-                                     "from torch's cache or downloaded into it) or a state_dict file")
-    g.add_argument("--dataset", metavar="FOLDER", help="labelled images (class subfolders, or flat + --labels): "
-                                                       "rows get accuracy_top1_pct/top5_pct; int8 calibrates on a "
-                                                       "disjoint subset of it unless the profile names a source")
-    g.add_argument("--labels", metavar="FILE", help="'<image> <class index>' lines for a flat --dataset folder")
-    g.add_argument("--accuracy-samples", type=int, metavar="N", help="images (inputs) each row is scored on")
-    g.add_argument("--calibration-samples", type=int, metavar="N", help="int8 calibration images")
-
-
-def _apply_accuracy(profile: Any, args: argparse.Namespace) -> Any:
-    """--weights/--dataset/--labels/--accuracy-samples/--calibration-samples into the profile (so profile.yaml
-    of the run folder keeps them for --resume)."""
-    profile = profile.with_overrides("accuracy", weights=args.weights, dataset=args.dataset, labels=args.labels)
-    profile = profile.with_overrides("run", accuracy_samples=args.accuracy_samples)
-    source = "labelled" if args.dataset and profile.calibration["source"] == "synthetic" else None
-    return profile.with_overrides("calibration", source=source, samples=args.calibration_samples)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,24 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     b = sub.add_parser("bench", help="run a device profile's sweep and write runs/<run-id>/results.csv")
-    b.add_argument("--device", help="profile name or path (see `edgebench profiles`; default host)")
-    b.add_argument("--models", type=_csv_list(str), help="comma-separated model names (override the profile)")
-    b.add_argument("--precisions", type=_csv_list(str), help="e.g. fp32,fp16,int8")
-    b.add_argument("--batches", type=_positive_list, help="e.g. 1,8")
-    b.add_argument("--instances", type=_positive_list, help="e.g. 1,2")
-    b.add_argument("--backends", type=_csv_list(str), help="e.g. ort,null")
-    b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
-    b.add_argument("--duration", type=_seconds, help="minimum measured window in seconds")
-    b.add_argument("--repeats", type=_positive_int, help="measure every configuration this many times")
-    b.add_argument("--out", help="folder the run folder is created in (default runs/)")
-    b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep with the plan saved in RUN_DIR; "
-                   "rows already valid are kept (plan options such as --batches are refused with it)")
-    b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit "
-                   "(with --resume: which rows are done and which would run)")
-    b.add_argument("--strict", action="store_true",
-                   help=f"exit {EXIT_PARTIAL} when any row failed or is invalid (default: 0 when anything was measured)")
-    _add_load_options(b)
-    _accuracy_arguments(b)
+    add_bench_arguments(b)
 
     r = sub.add_parser("run", help="measure one configuration")
     src = r.add_mutually_exclusive_group(required=True)
@@ -133,23 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--onnx", help="path of an ONNX file exported elsewhere")
     r.add_argument("--backend", default="ort")
     r.add_argument("--precision", default="fp32")
-    r.add_argument("--batch", type=_positive_int, default=None,
+    r.add_argument("--batch", type=positive_int, default=None,
                    help="samples per inference (default: the batch the graph fixes, else the --shapes batch, else 1)")
     r.add_argument("--shapes", help="shapes of the inputs' symbolic axes, trtexec form, batch first: "
                                     "input_ids:8x128,attention_mask:8x128 (the batch axis stays --batch)")
     r.add_argument("--vocab", help="vocabulary size of token-id inputs: 30522, or input_ids:30522,token_type_ids:2")
     r.add_argument("--data", help=".npz (one array per input name) or a folder of .npz: real inputs for the "
                                   "accuracy check and int8 calibration")
-    r.add_argument("--instances", type=_positive_int, default=1)
+    r.add_argument("--instances", type=positive_int, default=1)
     r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
     r.add_argument("--mode", choices=["process", "streams"], default="process")
-    r.add_argument("--duration", type=_seconds, help="minimum measured window in seconds")
+    r.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
     r.add_argument("--device", default="host", help="profile whose run/telemetry settings apply")
     r.add_argument("--out", default=DEFAULT_OUT)
     r.add_argument("--strict", action="store_true",
                    help=f"exit {EXIT_PARTIAL} when the row failed or is invalid (default: 0 when it was measured)")
-    _add_load_options(r)
-    _accuracy_arguments(r)
+    add_load_options(r)
+    add_accuracy_arguments(r)
 
     e = sub.add_parser("export", help="export a model to ONNX (cached) and print where it is")
     e.add_argument("--model", required=True)
@@ -161,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "also go to --out, else to the first run folder)")
     rp.add_argument("--max-timelines", type=int, default=40, metavar="N",
                     help="draw at most N power timelines per run (default 40)")
-    rp.add_argument("--formats", type=_csv_list(str), default=["png", "pdf"], help="figure formats (default png,pdf)")
+    rp.add_argument("--formats", type=csv_list(str), default=["png", "pdf"], help="figure formats (default png,pdf)")
 
     # `edgebench remote` parses its own options (edgebench/remote/command.py); "\0" as prefix char hands
     # every word, --help included, to that parser
@@ -207,29 +122,6 @@ def _cache(args: argparse.Namespace) -> Any:
     from edgebench.artifacts import Artifacts
 
     return Artifacts(args.cache)
-
-
-def _apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
-    from edgebench.config import Profile
-
-    if args.instances is not None and profile.sweep.get("placements"):
-        # explicit placement sets decide the instance count; --instances replaces them with copies of the accelerator
-        data = profile.to_dict()
-        data["sweep"]["placements"] = None
-        profile = Profile(**data)
-    profile = profile.with_overrides(
-        "sweep",
-        models=args.models,
-        precisions=args.precisions,
-        batches=args.batches,
-        instances=args.instances,
-        backends=args.backends,
-        modes=[args.mode] if args.mode else None,
-    )
-    if args.duration is not None:
-        max_d = max(profile.run["max_duration_s"], args.duration)
-        profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
-    return _apply_accuracy(_load_overrides(profile.with_overrides("run", repeats=args.repeats), args), args)
 
 
 def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
@@ -358,7 +250,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.resume:
         return _resume(args, env)
 
-    profile = _apply_overrides(load_profile(args.device or "host"), args)
+    profile = apply_overrides(load_profile(args.device or "host"), args)
     planned = expand(profile, env)
     check_model_inputs(profile)
     if args.dry_run:
@@ -445,8 +337,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.duration is not None:
         profile = profile.with_overrides("run", duration_s=args.duration,
                                          max_duration_s=max(args.duration, profile.run["max_duration_s"]))
-    profile = _load_overrides(profile, args)
-    profile = _apply_accuracy(profile, args)
+    profile = load_overrides(profile, args)
+    profile = apply_accuracy(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
                      fixed_batches=fixed_batches)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)

@@ -12,7 +12,6 @@ version, which a board without torch cannot compute.)
 
 from __future__ import annotations
 
-import argparse
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +33,11 @@ class Shipment:
 
 def sweep_models(bench_args: list[str]) -> list[str]:
     """The models the sweep of `edgebench bench <bench_args>` would run, resolved here (same project)."""
-    from edgebench.cli import _apply_overrides
+    from edgebench.bench_options import apply_overrides, parse_bench_args
     from edgebench.config import load_profile
 
     args = parse_bench_args(bench_args)
-    profile = _apply_overrides(load_profile(args.device or "host"), args)
+    profile = apply_overrides(load_profile(args.device or "host"), args)
     return list(profile.sweep["models"])
 
 
@@ -81,10 +80,3 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
             data["outputs"] = list(spec.outputs)
         (staging / "models" / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return Shipment(staging, list(models))
-
-
-def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
-    """Bench args as `edgebench bench` reads them (argparse errors exit with its usage message)."""
-    from edgebench.cli import build_parser
-
-    return build_parser().parse_args(["bench", *bench_args])
