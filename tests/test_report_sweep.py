@@ -158,7 +158,7 @@ def test_missing_telemetry_is_stated_not_a_crash(run_dir, tmp_path):
 
 def test_window_comes_from_latencies_not_the_measure_phase(run_dir):
     """The shaded span must be [latest instance start, earliest instance end] of latencies.csv.gz."""
-    from edgebench.report.plots import _overlap_window
+    from edgebench.report.timeline_plots import _overlap_window
 
     with open(run_dir / "results.csv", newline="") as fh:
         row = next(r for r in csv.DictReader(fh) if r["instances"] == "2")

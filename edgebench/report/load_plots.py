@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from edgebench.report.plots import (
+from edgebench.report.figure import (
     FigureData,
     Series,
-    _count_caption,
-    _facet_slug,
-    _facets,
-    _series_from_rows,
-    _x_axis,
+    count_caption,
+    facet_slug,
+    facets,
+    series_from_rows,
+    set_x_axis,
 )
 from edgebench.report.runs import Run, num
 
@@ -27,7 +27,7 @@ OPEN_LOOP = ("fixed-rate", "slo-search")
 
 def latency_vs_load(runs: list[Run]) -> list[FigureData]:
     figures = []
-    for values, members in _facets(runs, LOAD_FACET).items():
+    for values, members in facets(runs, LOAD_FACET).items():
         members = [(r, row) for r, row in members if row.get("scenario") in OPEN_LOOP]
         if not members:
             continue
@@ -35,12 +35,12 @@ def latency_vs_load(runs: list[Run]) -> list[FigureData]:
         keys = dict(zip(LOAD_FACET, values))
         title = (f"Latency vs load: {keys['model']} {keys['backend']} {keys['precision']} b{keys['batch']}, "
                  f"streams of {float(rate):g}/s" + (f", {keys['gpu_sharing']}" if keys["gpu_sharing"] else ""))
-        fig = FigureData(_facet_slug("latency_vs_load", LOAD_FACET, values), title,
+        fig = FigureData(facet_slug("latency_vs_load", LOAD_FACET, values), title,
                          f"streams (each {float(rate):g} arrivals/s)", ["latency incl. queueing (ms)"])
-        fig.counts, fig.caption = _count_caption(members)
+        fig.counts, fig.caption = count_caption(members)
         rows = [row for _r, row in members]
         for col, label, style, marker in (("latency_ms_p50", "p50", "-", "o"), ("latency_ms_p99", "p99", "--", "^")):
-            s, _empty = _series_from_rows(label, rows, "instances", col)
+            s, _empty = series_from_rows(label, rows, "instances", col)
             if s.points:
                 s.color_key, s.linestyle, s.marker = label, style, marker
                 fig.series.append(s)
@@ -63,6 +63,6 @@ def latency_vs_load(runs: list[Run]) -> list[FigureData]:
             fig.absent_reason = "no latency value in any fixed-rate row of this facet"
         ys = [p.y for s in fig.series for p in s.points if p.y is not None and p.y > 0] + slos
         fig.y_log = bool(ys and max(ys) / min(ys) > 20)
-        _x_axis(fig, xs)
+        set_x_axis(fig, xs)
         figures.append(fig)
     return figures

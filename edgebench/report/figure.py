@@ -1,0 +1,150 @@
+"""A figure as data: the points, lines, spans and caption of one figure, before any drawing.
+
+`FigureData` records are plain data a test can check; `report.render` draws them. The faceting helpers
+here (rows grouped into one figure per configuration, series of row values with the median line through
+the ok points, the caption counting rows by status) are shared by every figure kind built from result rows:
+batch_plots, scaling_plots, load_plots.
+
+How non-ok rows appear: invalid rows are hollow markers (their value is a measurement the row says not to
+trust), failed rows are an x on the x axis (they have no value), skipped rows are counted in the caption
+with their reasons. Lines join the medians of ok rows only.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench.report.runs import Run, num
+
+_SLUG = re.compile(r"[^A-Za-z0-9._+]+")
+
+
+@dataclass
+class Point:
+    x: float
+    y: float | None  # None: the row has no value (failed, or the cell is empty)
+    status: str
+    row_index: str = ""
+    reason: str = ""
+
+
+@dataclass
+class Series:
+    label: str
+    points: list[Point] = field(default_factory=list)
+    line_x: list[float] = field(default_factory=list)  # medians of ok points per x
+    line_y: list[float] = field(default_factory=list)
+    color_key: str = ""
+    linestyle: str = "-"
+    marker: str = "o"
+    panel: int = 0
+    kind: str = "points"  # "points" (rows) or "trace" (a telemetry channel: line only)
+
+    def xy(self, status: str) -> list[tuple[float, float | None]]:
+        return [(p.x, p.y) for p in self.points if p.status == status]
+
+
+@dataclass
+class FigureData:
+    name: str  # file stem
+    title: str
+    x_label: str
+    y_labels: list[str]  # one per panel
+    series: list[Series] = field(default_factory=list)
+    references: list[Series] = field(default_factory=list)  # e.g. linear scaling, dashed grey
+    spans: list[tuple[float, float, str]] = field(default_factory=list)  # shaded x ranges with a label
+    vlines: list[tuple[float, str]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # rows in the figure's facet, by status
+    caption: list[str] = field(default_factory=list)
+    x_log: bool = False
+    y_log: bool = False  # set when the plotted values span more than 20x (latency p50 vs p99)
+    x_ticks: list[float] = field(default_factory=list)
+    absent_reason: str | None = None
+    files: list[Path] = field(default_factory=list)
+
+    def invalid_points(self) -> list[tuple[str, float, float | None]]:
+        return [(s.label, p.x, p.y) for s in self.series for p in s.points if p.status == "invalid"]
+
+
+def slug(*parts: Any) -> str:
+    return "_".join(_SLUG.sub("-", str(p)).strip("-") for p in parts if str(p) != "")
+
+
+def facet_slug(prefix: str, keys: tuple[str, ...], values: tuple) -> str:
+    short = {"instances": "n", "batch": "b"}
+    return slug(prefix, *[f"{short.get(k, '')}{v}" if v != "" else "" for k, v in zip(keys, values)])
+
+
+# ------------------------------------------------------------------------------------ faceting rows
+
+
+def facets(runs: list[Run], keys: tuple[str, ...]) -> dict[tuple, list[tuple[Run, dict[str, str]]]]:
+    """Rows of every run grouped by their values of `keys` (one figure per group), in a stable order."""
+    out: dict[tuple, list[tuple[Run, dict[str, str]]]] = defaultdict(list)
+    for run in runs:
+        for row in run.rows:
+            out[tuple(row.get(k, "") for k in keys)].append((run, row))
+    return dict(sorted(out.items(), key=lambda kv: tuple(str(v).zfill(6) for v in kv[0])))
+
+
+def series_from_rows(label: str, rows: list[dict[str, str]], x_col: str, y_col: str) -> tuple[Series, int]:
+    """(series of every non-skipped row, number of ok/invalid rows whose y cell is empty)."""
+    s = Series(label)
+    empty = 0
+    ok_by_x: dict[float, list[float]] = defaultdict(list)
+    for row in rows:
+        status = row.get("status", "")
+        x = num(row, x_col)
+        if status == "skipped" or x is None:
+            continue
+        y = None if status == "failed" else num(row, y_col)
+        if y is None and status != "failed":
+            empty += 1
+            continue
+        s.points.append(Point(x, y, status, row.get("row_index", ""), row.get("reason", "")))
+        if status == "ok" and y is not None:
+            ok_by_x[x].append(y)
+    s.points.sort(key=lambda p: p.x)
+    s.line_x = sorted(ok_by_x)
+    s.line_y = [statistics.median(ok_by_x[x]) for x in s.line_x]
+    return s, empty
+
+
+def count_caption(members: list[tuple[Run, dict[str, str]]]) -> tuple[dict[str, int], list[str]]:
+    """(rows by status, caption lines counting them and naming why rows were skipped)."""
+    counts: dict[str, int] = defaultdict(int)
+    skipped: dict[str, int] = defaultdict(int)
+    for _run, row in members:
+        counts[row.get("status", "")] += 1
+        if row.get("status") == "skipped":
+            skipped[row.get("reason", "") or "no reason given"] += 1
+    parts = [f"ok {counts.get('ok', 0)}", f"invalid {counts.get('invalid', 0)} (hollow markers)",
+             f"failed {counts.get('failed', 0)} (x on the axis: no value)", f"skipped {counts.get('skipped', 0)}"]
+    caption = ["rows: " + ", ".join(parts)]
+    for reason, n in skipped.items():
+        caption.append(f"skipped ({n}): {reason}")
+    return dict(counts), caption
+
+
+def set_x_axis(figure: FigureData, xs: set[float]) -> None:
+    """Ticks at the measured x values; a log2 axis when they span 8x or more."""
+    figure.x_ticks = sorted(xs)
+    if xs and min(xs) > 0 and max(xs) / min(xs) >= 8:
+        figure.x_log = True
+
+
+def facet_title(keys: tuple[str, ...], values: tuple, members: list[tuple[Run, dict[str, str]]]) -> str:
+    parts = []
+    for k, v in zip(keys, values):
+        if v == "" or k == "options" and not v:
+            continue
+        parts.append(f"{v} inst." if k == "instances" else f"batch {v}" if k == "batch" else str(v))
+    placements = sorted({row.get("placement", "") for _r, row in members if row.get("placement")})
+    if len(placements) == 1:
+        parts.append(placements[0])
+    return ", ".join(parts)
