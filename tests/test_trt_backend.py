@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from edgebench.backends import trt_calibration as C
 from edgebench.backends import trt_logic as L
+from edgebench.backends import trt_reports as R
 from edgebench.backends.base import ModelArtifact
 from edgebench.backends.trt_engine_cache import (
     ENGINE_FORMAT,
@@ -382,9 +384,9 @@ def test_parse_placement_and_version() -> None:
     assert L.parse_placement("dla") == L.Target("dla", 0) and L.parse_placement("dla1").label == "dla1"
     assert L.parse_placement("cuda:1") is None and L.parse_placement("cpu") is None
     assert L.parse_version("10.3.0.30") == (10, 3, 0, 30) and L.parse_version("8.6.2.post1") == (8, 6, 2)
-    assert L.numpy_dtype("HALF") == "float16" and L.numpy_dtype("FLOAT") == "float32"
+    assert R.numpy_dtype("HALF") == "float16" and R.numpy_dtype("FLOAT") == "float32"
     with pytest.raises(BackendError, match="BF16 has no numpy equivalent"):
-        L.numpy_dtype("BF16")
+        R.numpy_dtype("BF16")
 
 
 # --------------------------------------------------------------------------- what TensorRT reports back
@@ -399,50 +401,50 @@ def test_parse_placement_and_version() -> None:
 def test_inspector_json_gives_tensor_core_and_precision_evidence(fixture: str, tensor_tactics: tuple,
                                                                   dtypes: dict) -> None:
     text = (FIXTURES / fixture).read_text()
-    layers = L.parse_inspector_json(text)
+    layers = R.parse_inspector_json(text)
     assert len(layers) == len(json.loads(text)["Layers"])
-    ev = L.engine_evidence(layers)
+    ev = R.engine_evidence(layers)
     assert (ev["tensor_core_tactics"], ev["tactics"]) == tensor_tactics
     assert ev["output_dtypes"] == dtypes
     assert ev["tensor_core_evidence"].startswith(f"engine: {tensor_tactics[0]}/{tensor_tactics[1]} named tactics")
 
 
 def test_inspector_names_only_layout_and_garbage() -> None:
-    layers = L.parse_inspector_json('{"Layers": ["conv1 + relu1", "fc"], "Bindings": ["input", "output"]}')
+    layers = R.parse_inspector_json('{"Layers": ["conv1 + relu1", "fc"], "Bindings": ["input", "output"]}')
     assert [x.name for x in layers] == ["conv1 + relu1", "fc"] and all(x.tactic is None for x in layers)
-    assert "no tactic names" in L.engine_evidence(layers)["tensor_core_evidence"]
+    assert "no tactic names" in R.engine_evidence(layers)["tensor_core_evidence"]
     with pytest.raises(BackendError, match="unreadable"):
-        L.parse_inspector_json("{")
+        R.parse_inspector_json("{")
     with pytest.raises(BackendError, match="no 'Layers' list"):
-        L.parse_inspector_json('{"Bindings": []}')
+        R.parse_inspector_json('{"Bindings": []}')
 
 
 def test_format_dtype() -> None:
-    assert L.format_dtype("Thirty-two wide channel vectorized row major Int8 format") == "Int8"
-    assert L.format_dtype("Row major linear FP32") == "FP32"
-    assert L.format_dtype("Channel major FP16 format where channel % 8 == 0") == "FP16"
-    assert L.format_dtype("something else") is None
+    assert R.format_dtype("Thirty-two wide channel vectorized row major Int8 format") == "Int8"
+    assert R.format_dtype("Row major linear FP32") == "FP32"
+    assert R.format_dtype("Channel major FP16 format where channel % 8 == 0") == "FP16"
+    assert R.format_dtype("something else") is None
 
 
 def test_build_log_dla_and_gpu_fallback_layers() -> None:
-    vgg = L.parse_build_log((FIXTURES / "buildlog_trtexec_vgg19_dla_fallback.txt").read_text().splitlines())
+    vgg = R.parse_build_log((FIXTURES / "buildlog_trtexec_vgg19_dla_fallback.txt").read_text().splitlines())
     assert vgg is not None
     assert vgg.dla == ("{ForeignNode[conv1_1...pool5]}", "{ForeignNode[relu6...fc8]}")
     assert vgg.gpu == ("SHUFFLE: shuffle_between_pool5_and_fc6", "CONVOLUTION: fc6", "SOFTMAX: prob")
-    cudla = L.parse_build_log((FIXTURES / "buildlog_sample_cudla.txt").read_text().splitlines())
-    assert cudla == L.LayerPlacement(dla=("{ForeignNode[(Unnamed Layer* 0) [ElementWise]]}",), gpu=())
-    assert L.parse_build_log(["[I] [TRT] Total Activation Memory: 1 MiB"]) is None
+    cudla = R.parse_build_log((FIXTURES / "buildlog_sample_cudla.txt").read_text().splitlines())
+    assert cudla == R.LayerPlacement(dla=("{ForeignNode[(Unnamed Layer* 0) [ElementWise]]}",), gpu=())
+    assert R.parse_build_log(["[I] [TRT] Total Activation Memory: 1 MiB"]) is None
 
 
 def test_placement_fields_only_for_dla_engines() -> None:
     opts = L.check_options({"gpu_fallback": True})
     dla_plan = L.build_plan(cfg("fp16", ("dla0",)), artifact(), L.Target("dla", 0), ORIN, opts)
     gpu_plan = L.build_plan(cfg("fp16"), artifact(), L.Target("gpu"), ORIN, opts)
-    placed = L.LayerPlacement(dla=("{ForeignNode[a...b]}",), gpu=("SOFTMAX: prob",))
-    assert L.placement_fields(dla_plan, placed) == {"dla_layers": ["{ForeignNode[a...b]}"],
+    placed = R.LayerPlacement(dla=("{ForeignNode[a...b]}",), gpu=("SOFTMAX: prob",))
+    assert R.placement_fields(dla_plan, placed) == {"dla_layers": ["{ForeignNode[a...b]}"],
                                                     "gpu_fallback_layers": ["SOFTMAX: prob"]}
-    assert L.placement_fields(gpu_plan, placed)["gpu_fallback_layers"] is None
-    assert "listed no DLA/GPU layer placement" in L.placement_fields(dla_plan, None)["placement_note"]
+    assert R.placement_fields(gpu_plan, placed)["gpu_fallback_layers"] is None
+    assert "listed no DLA/GPU layer placement" in R.placement_fields(dla_plan, None)["placement_note"]
 
 
 def test_engine_of_another_orin_module_is_rebuilt_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -623,16 +625,16 @@ def test_fallback_column_counts_gpu_layers_and_dla_subgraphs_apart() -> None:
     with a type prefix: the row says which is which instead of adding them up as 'layers'."""
     from edgebench.backends.trt import engine_row_info
 
-    vgg = L.parse_build_log((FIXTURES / "buildlog_trtexec_vgg19_dla_fallback.txt").read_text().splitlines())
+    vgg = R.parse_build_log((FIXTURES / "buildlog_trtexec_vgg19_dla_fallback.txt").read_text().splitlines())
     assert vgg is not None
     plan = L.build_plan(cfg("fp16", ("dla0",)), artifact(), L.Target("dla", 0), ORIN,
                         L.check_options({"gpu_fallback": True}))
-    facts = {**L.placement_fields(plan, vgg), "cache": "built", "cache_reason": "built", "build_s": 1.0}
+    facts = {**R.placement_fields(plan, vgg), "cache": "built", "cache_reason": "built", "build_s": 1.0}
     row = engine_row_info({"dla0": facts})["row_fields"]
     assert row["dla_fallback_layers"] == ("dla0: 3 GPU layers [SHUFFLE: shuffle_between_pool5_and_fc6, "
                                           "CONVOLUTION: fc6, SOFTMAX: prob]; 2 DLA subgraphs")
-    assert [L.gpu_layer_type(x) for x in vgg.gpu] == ["SHUFFLE", "CONVOLUTION", "SOFTMAX"]
-    assert L.gpu_layer_type("{ForeignNode[a...b]}") is None
+    assert [R.gpu_layer_type(x) for x in vgg.gpu] == ["SHUFFLE", "CONVOLUTION", "SOFTMAX"]
+    assert R.gpu_layer_type("{ForeignNode[a...b]}") is None
     one = engine_row_info({"dla1": {**facts, "gpu_fallback_layers": ["REFORMAT: in_copy", "SOFTMAX: prob"],
                                     "dla_layers": ["{ForeignNode[a...b]}"]}})["row_fields"]
     assert one["dla_fallback_layers"] == ("dla1: 2 GPU layers (1 of them REFORMAT) [REFORMAT: in_copy, SOFTMAX: prob]; "
@@ -683,9 +685,9 @@ def test_calibration_feed_batches_the_recorded_set(tmp_path: Path) -> None:
     from edgebench.calibration import calibration_batches
 
     data, record = calibration_batches("synthetic", (3, 8, 8), 20, seed=3)
-    again = L.recorded_calibration(record, (3, 8, 8))
+    again = C.recorded_calibration(record, (3, 8, 8))
     assert np.array_equal(again, data)
-    feed = L.CalibrationFeed(again, 8, tmp_path / "calib" / "calibration.cache")
+    feed = C.CalibrationFeed(again, 8, tmp_path / "calib" / "calibration.cache")
     served = []
     while (b := feed.next_batch()) is not None:
         served.append(b)
@@ -703,9 +705,9 @@ def test_calibration_data_must_match_its_record() -> None:
 
     _, record = calibration_batches("synthetic", (3, 8, 8), 4, seed=0)
     with pytest.raises(ModelError, match="changed since it was recorded"):
-        L.recorded_calibration({**record, "seed": 1, "sha256": record["sha256"]}, (3, 8, 8))
+        C.recorded_calibration({**record, "seed": 1, "sha256": record["sha256"]}, (3, 8, 8))
     with pytest.raises(ModelError, match="fewer than one batch of 8"):
-        L.calibration_chunks(np.zeros((5, 3), dtype=np.float32), 8)
+        C.calibration_chunks(np.zeros((5, 3), dtype=np.float32), 8)
 
 
 # --------------------------------------------------------------------------- Jetson / DLA detection

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgebench.backends import trt_logic
+from edgebench.backends import trt_logic, trt_reports
 
 pytestmark = pytest.mark.tensorrt
 
@@ -155,7 +155,7 @@ def test_dla_engine_runs_and_reports_fallbacks(models: ModelCache, precision: st
     engine = info["engines"]["dla0"]
     assert engine["dla_layers"], engine  # the builder log listed what runs on the DLA
     assert all(x.startswith("{ForeignNode[") for x in engine["dla_layers"]), engine  # subgraphs, not layers
-    assert all(trt_logic.gpu_layer_type(x) for x in engine["gpu_fallback_layers"]), engine  # 'TYPE: name'
+    assert all(trt_reports.gpu_layer_type(x) for x in engine["gpu_fallback_layers"]), engine  # 'TYPE: name'
     text = info["row_fields"]["dla_fallback_layers"]
     assert text.startswith(f"dla0: {len(engine['gpu_fallback_layers'])} GPU layer")
     assert text.endswith(f"{len(engine['dla_layers'])} DLA subgraph" + ("" if len(engine["dla_layers"]) == 1 else "s"))

@@ -25,5 +25,6 @@ sed -i -E 's/([(,] *)in: /\1in_: /g' "$PYI"
 sed -i -E 's/(power: Weights = None, channel_axis: int)\)/\1 = ...)/' "$PYI"
 
 MYPYPATH="$STUBS" "$PY" -m mypy --config-file tools/mypy_trt.ini \
-    edgebench/backends/trt.py edgebench/backends/trt_logic.py edgebench/backends/trt_engine_cache.py \
+    edgebench/backends/trt.py edgebench/backends/trt_logic.py edgebench/backends/trt_reports.py \
+    edgebench/backends/trt_calibration.py edgebench/backends/trt_engine_cache.py \
     edgebench/backends/cuda_buffers.py edgebench/backends/trt_layers.py "$@"

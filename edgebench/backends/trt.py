@@ -25,7 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends import trt_calibration as calibration
 from edgebench.backends import trt_logic as logic
+from edgebench.backends import trt_reports as reports
 from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
 from edgebench.backends.trt_engine_cache import EngineCache, calibration_cache_path, timing_cache_path
 from edgebench.backends.trt_profile import ProfileEntry, check_network_inputs
@@ -99,7 +101,7 @@ def fallback_text(target: str, gpu_layers: list[str], dla_subgraphs: list[str] |
     subgraphs ('[DlaLayer] {ForeignNode[first...last]}', one per DLA loadable, however many layers each holds)."""
     shown = ", ".join(gpu_layers[:FALLBACK_NAMES_MAX]) + (f", ... (+{len(gpu_layers) - FALLBACK_NAMES_MAX})"
                                                           if len(gpu_layers) > FALLBACK_NAMES_MAX else "")
-    reformats = sum(1 for x in gpu_layers if logic.gpu_layer_type(x) == "REFORMAT")
+    reformats = sum(1 for x in gpu_layers if reports.gpu_layer_type(x) == "REFORMAT")
     text = f"{target}: {_plural(len(gpu_layers), 'GPU layer')}"
     if reformats:
         text += f" ({reformats} of them REFORMAT)"
@@ -152,12 +154,12 @@ def prepare_engine(plan: logic.BuildPlan, model: ModelArtifact, root: Path, vers
     finally:
         if staging is not None:
             staging.close()  # the calibrator's device buffer and stream: TensorRT is done with them after the build
-    layers = logic.parse_inspector_json(built["inspector_json"])
+    layers = reports.parse_inspector_json(built["inspector_json"])
     facts = {
         "strategy": plan.strategy.name, "set_flags": list(plan.set_flags),
         "clear_flags": list(plan.strategy.clear_flags), "notes": list(plan.notes),
-        "build_s": built["build_s"], "evidence": logic.engine_evidence(layers),
-        **logic.placement_fields(plan, logic.parse_build_log(built["log"])),
+        "build_s": built["build_s"], "evidence": reports.engine_evidence(layers),
+        **reports.placement_fields(plan, reports.parse_build_log(built["log"])),
     }
     stored = engines.store(key, built["engine"], {"facts": facts, "onnx_path": plan.onnx_path,
                                                   "inspector": built["inspector_json"]})
@@ -320,11 +322,11 @@ def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
     from edgebench.backends.cuda_buffers import StagingBuffer
 
     record = model.sidecar.get("calibration") or {}
-    data = logic.recorded_calibration(record, model.input_shape)
+    data = calibration.recorded_calibration(record, model.input_shape)
     assert plan.calibration_batch is not None and plan.calibration_sha256 is not None
     cache = calibration_cache_path(root, plan.onnx_sha256, trt.__version__, plan.calibration_batch,
                                    plan.calibration_sha256)
-    feed = logic.CalibrationFeed(data, plan.calibration_batch, cache)
+    feed = calibration.CalibrationFeed(data, plan.calibration_batch, cache)
     staging = StagingBuffer(cuda, feed.batches[0].nbytes)
 
     class EntropyCalibrator(trt.IInt8EntropyCalibrator2):
@@ -402,7 +404,7 @@ class TrtSession:
                 raise BackendError(f"engine input {name!r} is not in the shape plan ({', '.join(input_shapes)})")
             self.context.set_input_shape(name, tuple(input_shapes[name]))
         for name in names:
-            dtype = np.dtype(logic.numpy_dtype(self.engine.get_tensor_dtype(name).name))
+            dtype = np.dtype(reports.numpy_dtype(self.engine.get_tensor_dtype(name).name))
             dims = self.context.get_tensor_shape(name)
             shape = tuple(dims[i] for i in range(len(dims)))
             if any(d < 0 for d in shape):

@@ -108,7 +108,7 @@ def inspector_types(inspector_json: str | None) -> dict[str, str]:
     """layer name -> LayerType from the engine inspector JSON (DETAILED verbosity), {} when absent."""
     if not inspector_json:
         return {}
-    from edgebench.backends.trt_logic import parse_inspector_json
+    from edgebench.backends.trt_reports import parse_inspector_json
 
     return {layer.name: layer.layer_type for layer in parse_inspector_json(inspector_json) if layer.layer_type}
 
