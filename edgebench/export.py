@@ -13,6 +13,9 @@ statistics of a random-init model are re-estimated on a few seeded synthetic bat
 train mode, everything else in eval mode), which gives unit-scale activations like a trained network.
 A Linear layer initialised to all zeros (torchvision's ViT head) gets seeded N(0, 0.02) weights, so the
 outputs are not identically zero. Weights loaded from a file are never touched.
+
+Size: export and the ONNX inspection it checks its output with (inputs, opset, parity) share the
+torch/onnx loading and the cache record; the external-ONNX import is the same checks on a file given.
 """
 
 from __future__ import annotations

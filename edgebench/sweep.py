@@ -3,6 +3,9 @@
 One row is appended (and fsynced) as soon as it is known; a config that fails becomes a
 `failed` row with its reason and the sweep goes on. Per-row details (latencies, telemetry,
 artifact sidecars) go to runs/<run-id>/rows/<index>-<config_hash>/.
+
+Size: the row is still assembled here (backend fields, runner metrics, telemetry, faults); moving that
+into a results stage that owns the row is issue 14's larger step, not a split for size.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ workspace_mib (1024: builder workspace limit).
 Placements: gpu / cuda / cuda:0, dla0 / dla1 (dla = dla0). A config whose instances sit on different targets
 (e.g. gpu + dla0) gets one engine per target; each instance opens the one for its placement.
 Engines are built in the sweep's process (prepare), before any instance starts.
+
+Size: the whole TensorRT-calling layer (build, calibrator, logger, session) kept in one file so that
+tools/typecheck_trt.sh type-checks every TensorRT call together; the decisions are elsewhere.
 """
 
 from __future__ import annotations

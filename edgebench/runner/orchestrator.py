@@ -12,6 +12,9 @@ Phases and their deadlines (RunConfig):
 An instance fault (exception, non-zero exit, death by signal, missed deadline, broken barrier) gives
 RunOutcome(status="failed", reason=...) naming the instance, pid, placement, phase and cause; it is
 never raised. Errors of the caller (bad backend name, bad accuracy inputs) raise EdgebenchError.
+
+Size: one state machine (start, load, barrier, measure, collect, cleanup) whose phases share the
+children, the deadlines and the fault that ends them; split, every phase would need the whole run's state.
 """
 
 from __future__ import annotations

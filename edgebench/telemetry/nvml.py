@@ -14,6 +14,9 @@ NOT_SUPPORTED on Jetson) gets no channel and a note ("power: NOT_SUPPORTED on Or
 zeros. Only nvml*Get* calls are made: no GPU setting is ever changed. `device_index` is NVML's index
 (PCI bus order; CUDA's default order may differ on multi-GPU hosts: `device_info` has the bus id/UUID).
 `nvml` is the one seam for tests: the pynvml module (default: imported lazily at start()).
+
+Size: one sampler with its NVML seam, throttle-reason decoding and multi-GPU sums; the channel rules
+are read against the sampler loop that produces them.
 """
 
 from __future__ import annotations

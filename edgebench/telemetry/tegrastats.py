@@ -27,6 +27,9 @@ Channels of the sampler (units in the names):
 Each sample is stamped with `time.monotonic_ns()` when its line arrives (the runner's clock).
 tegrastats averages loads over its interval and prints at its end, so a sample describes the
 interval that ends at its timestamp.
+
+Size: the parser is a table of line formats from every board and L4T release seen, kept whole
+next to the sampler that feeds it lines.
 """
 
 from __future__ import annotations
