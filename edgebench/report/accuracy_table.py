@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from edgebench.report.runs import Run, num
-from edgebench.report.tables import Col, Table, precision_rank
+from edgebench.report.table_format import Col, Table, precision_rank
 
 GROUP_KEYS = ("model", "weights", "backend", "options", "precision")
 
