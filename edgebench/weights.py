@@ -24,7 +24,7 @@ from edgebench.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config import ModelSpec
-    from edgebench.labelled import Preprocess
+    from edgebench.preprocess import Preprocess
 
 TORCHVISION_PREFIX = "torchvision:"
 OFFLINE_ENV = "EDGEBENCH_OFFLINE"
@@ -153,7 +153,7 @@ def preprocess_for(spec: ModelSpec) -> Preprocess:
     """Image preprocessing for labelled data: the torchvision weights' own transforms (resize, crop, mean, std,
     interpolation), else the spec's `preprocess:` mapping, else a plain resize to the input size with ImageNet
     mean/std."""
-    from edgebench.labelled import Preprocess
+    from edgebench.preprocess import Preprocess
 
     shape = tuple(spec.input_shape)
     where = spec.spec_file or spec.name
