@@ -190,9 +190,9 @@ def test_topk_counts_hits_and_nan_is_wrong():
 
 
 def test_tensorrt_calibrator_data_recreates_the_labelled_calibration_subset(tmp_path):
-    """The int8 sidecar's record is what the TensorRT entropy calibrator re-reads (trt_logic.recorded_calibration):
+    """The int8 sidecar's record is what the TensorRT entropy calibrator re-reads (trt_calibration.recorded_calibration):
     it must give back the same labelled images, byte for byte, and refuse a changed data set."""
-    from edgebench.backends.trt_logic import recorded_calibration
+    from edgebench.backends.trt_calibration import recorded_calibration
     from edgebench.calibration import calibration_batches
 
     root = _folder(tmp_path, [str(i) for i in range(3)], per_class=5)
