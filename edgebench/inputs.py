@@ -277,11 +277,17 @@ def value_dims(value: Any) -> tuple[int | str | None, ...]:
 
 # --------------------------------------------------------------------------- data
 
+def make_input(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    """The deterministic synthetic input every backend and the FP32 reference share."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+
+
 def synthetic(inputs: Iterable[InputDesc], batch: int, seed: int) -> dict[str, np.ndarray]:
     """Seeded data for every input at `batch`, valid per dtype and role (see the module doc)."""
     import numpy as np
-
-    from edgebench.backends.base import make_input
 
     out: dict[str, np.ndarray] = {}
     for i, d in enumerate(inputs):

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from edgebench.inputs import make_input  # noqa: F401 - it lives with the input set; callers import it here too
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -161,11 +163,3 @@ def _count_cuda_devices() -> int:
         return len(os.listdir(root))
     except OSError:
         return 0
-
-
-def make_input(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
-    """The deterministic synthetic input every backend and the FP32 reference share."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
