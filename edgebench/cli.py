@@ -2,6 +2,10 @@
 
 Only the standard library is imported at module level so `edgebench --help` works on a bare
 Python; every subcommand imports what it needs when it runs.
+
+Size: one handler per subcommand, each short; bench's options and profile overrides are in
+bench_options.py. `run` resolving one model's named inputs (--onnx/--shapes/--vocab/--data) is the
+largest; it is the next thing to move out if this grows.
 """
 
 from __future__ import annotations
