@@ -118,6 +118,34 @@ def sample_on_grid(stop: threading.Event, interval_s: float, first_ns: int, samp
             next_ns += ((now - next_ns) // interval_ns + 1) * interval_ns
 
 
+class GridThread:
+    """The background thread of a polling sampler: `sample()` on sample_on_grid's fixed grid until stop().
+    One place for what host, nvml, ina3221 and jetson_throttle each used to spell out."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self, interval_s: float, first_ns: int, sample: Callable[[], None], timeline: Timeline) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=sample_on_grid, args=(self._stop, interval_s, first_ns, sample, timeline, self.name),
+            name=f"edgebench-{self.name}-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and join the thread (no-op when it is not running)."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+
 class Sampler(Protocol):
     name: str
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.telemetry.base import Channel, Timeline, sample_on_grid
+from edgebench.telemetry.base import Channel, GridThread, Timeline
 
 _PACKAGE_ZONE = re.compile(r"^intel-rapl:(\d+)$")
 _MIB = 1024.0 * 1024.0
@@ -133,8 +133,7 @@ class HostSampler:
         self.stop_ns: int | None = None
         self.cpu_cost_us_per_sample: float | None = None  # sampler's own CPU time per sample
         self._timeline: Timeline | None = None
-        self._thread: threading.Thread | None = None
-        self._stop_evt = threading.Event()
+        self._grid = GridThread("host")
         self._lock = threading.Lock()
         self._pids: list[int] = []
         self._pids_changed = False
@@ -184,19 +183,15 @@ class HostSampler:
         if skipped and package:
             tl.notes.append(f"RAPL zone(s) {', '.join(skipped)} kept out of the total (they contain the packages)")
         self._timeline = tl
-        self._stop_evt.clear()
         self.start_ns = time.monotonic_ns()
         self._last_t_ns = self.start_ns
         self._sample()
-        self._thread = threading.Thread(target=self._loop, name="edgebench-host-sampler", daemon=True)
-        self._thread.start()
+        self._grid.start(self.interval_s, self.start_ns, self._sample, tl)
 
     def stop(self) -> Timeline:
-        if self._timeline is None or self._thread is None:
+        if self._timeline is None or not self._grid.running:
             raise RuntimeError("HostSampler.stop() called before start() or twice")
-        self._stop_evt.set()
-        self._thread.join()
-        self._thread = None
+        self._grid.stop()
         tl = self._timeline
         try:
             self._sample()  # the last sample closes the measured window
@@ -213,10 +208,6 @@ class HostSampler:
         return tl
 
     # ------------------------------------------------------------------ sampling
-
-    def _loop(self) -> None:
-        assert self._timeline is not None
-        sample_on_grid(self._stop_evt, self.interval_s, (self.start_ns or time.monotonic_ns()), self._sample, self._timeline, "host")
 
     def _sample(self) -> None:
         import psutil

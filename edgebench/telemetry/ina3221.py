@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgebench.telemetry.base import Channel, Timeline, sample_on_grid
+from edgebench.telemetry.base import Channel, GridThread, Timeline
 from edgebench.telemetry.jetson_rails import RailMap, rail_channel, rail_map
 
 _HWMON_LABEL = re.compile(r"^in(\d+)_label$")
@@ -172,8 +171,7 @@ class Ina3221Sampler:
         self.rails: list[Rail] = []
         self.rail_map: RailMap | None = None
         self._timeline: Timeline | None = None
-        self._thread: threading.Thread | None = None
-        self._stop_evt = threading.Event()
+        self._grid = GridThread("ina3221")
         self._failed: set[str] = set()
         self._start_ns = 0
 
@@ -198,21 +196,15 @@ class Ina3221Sampler:
         self._timeline = tl
         self._start_ns = time.monotonic_ns()
         self._sample()
-        self._thread = threading.Thread(target=self._loop, name="edgebench-ina3221-sampler", daemon=True)
-        self._thread.start()
+        self._grid.start(self.interval_s, self._start_ns, self._sample, tl)
 
     def stop(self) -> Timeline:
-        if self._timeline is None or self._thread is None:
+        if self._timeline is None or not self._grid.running:
             raise RuntimeError("Ina3221Sampler.stop() called before start() or twice")
-        self._stop_evt.set()
-        self._thread.join()
-        self._thread = None
+        self._grid.stop()
         self._sample()
         return self._timeline
 
-    def _loop(self) -> None:
-        assert self._timeline is not None
-        sample_on_grid(self._stop_evt, self.interval_s, self._start_ns, self._sample, self._timeline, "ina3221")
 
     def _sample(self) -> None:
         tl = self._timeline

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgebench.telemetry.base import Channel, Timeline, sample_on_grid
+from edgebench.telemetry.base import Channel, GridThread, Timeline
 
 GPU_OF_NAMES = {"gv11b", "gp10b", "ga10b", "gb10b", "gpu"}  # jtop/core/gpu.py KNOWN_GPU_DEVICE_NAMES
 THROTTLING_TRIP_TYPES = ("passive", "hot", "critical")  # "active" trips switch fans on: not a slowdown
@@ -216,8 +215,7 @@ class JetsonThrottleSampler:
         self.sysfs_root = Path(sysfs_root)
         self._timeline: Timeline | None = None
         self._src: ThrottleSources | None = None
-        self._thread: threading.Thread | None = None
-        self._stop_evt = threading.Event()
+        self._grid = GridThread("jetson_throttle")
         self._start_ns = 0
 
     def watch_pids(self, pids: list[int]) -> None:
@@ -233,22 +231,14 @@ class JetsonThrottleSampler:
         self._timeline = tl
         self._start_ns = time.monotonic_ns()
         self._sample()
-        self._thread = threading.Thread(target=self._loop, name="edgebench-jetson-throttle", daemon=True)
-        self._thread.start()
+        self._grid.start(self.interval_s, self._start_ns, self._sample, tl)
 
     def stop(self) -> Timeline:
-        if self._timeline is None or self._thread is None:
+        if self._timeline is None or not self._grid.running:
             raise RuntimeError("JetsonThrottleSampler.stop() called before start() or twice")
-        self._stop_evt.set()
-        self._thread.join()
-        self._thread = None
+        self._grid.stop()
         self._sample()
         return self._timeline
-
-    def _loop(self) -> None:
-        assert self._timeline is not None
-        sample_on_grid(self._stop_evt, self.interval_s, self._start_ns, self._sample, self._timeline,
-                       "jetson_throttle")
 
     def _sample(self) -> None:
         assert self._timeline is not None and self._src is not None

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.telemetry.base import Channel, Timeline, sample_on_grid
+from edgebench.telemetry.base import Channel, GridThread, Timeline
 
 _MIB = 1024.0 * 1024.0
 INSTALL_HINT = "pip install 'edgebench[gpu]' (nvidia-ml-py)"
@@ -213,8 +212,7 @@ class NvmlSampler:
         self._combined: list[str] = []  # row-level channels combined over several GPUs
         self._failed: set[tuple[str, str]] = set()
         self._timeline: Timeline | None = None
-        self._thread: threading.Thread | None = None
-        self._stop_evt = threading.Event()
+        self._grid = GridThread("nvml")
         self._field_ns: dict[str, list[int]] = {}  # field -> [wall ns, reads]
         self._cost_ns = self._samples = self._energy_at_ns = 0
 
@@ -293,16 +291,13 @@ class NvmlSampler:
         if "energy_total_mj" in tl.channels:
             tl.notes.append(f"nvml energy_total_mj read every {self.energy_interval_s:g} s (and at start/stop)")
         self._timeline = tl
-        self._stop_evt.clear()
         self._sample(force=True)
-        self._thread = threading.Thread(target=self._loop, name="edgebench-nvml-sampler", daemon=True)
-        self._thread.start()
+        self._grid.start(self.interval_s, time.monotonic_ns(), self._sample, tl)
 
     def stop(self) -> Timeline:
-        if self._timeline is None or self._thread is None:
-            raise RuntimeError("NvmlSampler.stop() called before start()")
-        self._stop_evt.set()
-        self._thread.join()
+        if self._timeline is None or not self._grid.running:
+            raise RuntimeError("NvmlSampler.stop() called before start() or twice")
+        self._grid.stop()
         self._sample(force=True)
         try:
             self._nvml.nvmlShutdown()
@@ -376,10 +371,6 @@ class NvmlSampler:
         }
 
     # ------------------------------------------------------------------ sampling
-
-    def _loop(self) -> None:
-        assert self._timeline is not None
-        sample_on_grid(self._stop_evt, self.interval_s, time.monotonic_ns(), self._sample, self._timeline, "nvml")
 
     def _read_gpu(self, gpu: _Gpu, energy_due: bool, t_ns: int) -> dict[str, float]:
         tl = self._timeline
