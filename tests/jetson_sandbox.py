@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "sysfs"
@@ -101,6 +102,27 @@ def run_sandboxed(argv: list[str], timeout_s: float, env: dict[str, str] | None 
         raise SandboxUnavailable(f"unshare/overlay/chroot sandbox refused here: {tail}")
     return out
 
+
+
+def driver_result(script: str, prefix: str, timeout_s: float, env: dict[str, str] | None = None) -> Any:
+    """The JSON a test's own `script --inside` prints after `prefix`, run in a fresh sandbox. Skips (with the
+    reason) where jetson-stats or the sandbox is missing; fails with the driver's output when it breaks."""
+    import json
+
+    import pytest
+
+    pytest.importorskip("jtop", reason="jetson-stats is not installed (pip install 'edgebench[dev]')")
+    why = sandbox_unavailable()
+    if why:
+        pytest.skip(why)
+    try:
+        proc = run_sandboxed([sys.executable, os.path.abspath(script), "--inside"], timeout_s=timeout_s, env=env)
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(prefix)]
+    assert proc.returncode == 0 and lines, f"sandbox driver failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n" \
+                                           f"{proc.stderr[-3000:]}"
+    return json.loads(lines[-1][len(prefix):])
 
 # ---------------------------------------------------------------------------------------------- inside
 

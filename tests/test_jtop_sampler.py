@@ -128,20 +128,9 @@ def _load(d: dict[str, Any]) -> Timeline:
 
 @pytest.fixture(scope="module")
 def sandbox() -> dict[str, Any]:
-    pytest.importorskip("jtop", reason="jetson-stats is not installed (pip install 'edgebench[dev]')")
-    from jetson_sandbox import SandboxUnavailable, run_sandboxed, sandbox_unavailable
+    from jetson_sandbox import driver_result
 
-    why = sandbox_unavailable()
-    if why:
-        pytest.skip(why)
-    try:
-        proc = run_sandboxed([sys.executable, os.path.abspath(__file__), "--inside"], timeout_s=150)
-    except SandboxUnavailable as exc:
-        pytest.skip(str(exc))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT)]
-    assert proc.returncode == 0 and lines, f"sandbox driver failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n" \
-                                           f"{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len(RESULT):])
+    return driver_result(__file__, RESULT, timeout_s=150)
 
 
 def test_service_not_active_is_a_stated_fault_with_the_fix(sandbox):

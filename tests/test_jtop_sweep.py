@@ -80,21 +80,10 @@ def inside_main() -> None:
 
 @pytest.fixture(scope="module")
 def sweep() -> dict[str, Any]:
-    pytest.importorskip("jtop", reason="jetson-stats is not installed (pip install 'edgebench[dev]')")
-    from jetson_sandbox import SandboxUnavailable, run_sandboxed, sandbox_unavailable
+    from jetson_sandbox import driver_result
 
-    why = sandbox_unavailable()
-    if why:
-        pytest.skip(why)
-    try:
-        proc = run_sandboxed([sys.executable, os.path.abspath(__file__), "--inside"], timeout_s=300,
-                             env={"EDGEBENCH_CACHE": "/tmp/edgebench-jtop-sweep-cache"})
-    except SandboxUnavailable as exc:
-        pytest.skip(str(exc))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT)]
-    assert proc.returncode == 0 and lines, f"sandbox driver failed (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n" \
-                                           f"{proc.stderr[-3000:]}"
-    return json.loads(lines[-1][len(RESULT):])
+    return driver_result(__file__, RESULT, timeout_s=300,
+                         env={"EDGEBENCH_CACHE": "/tmp/edgebench-jtop-sweep-cache"})
 
 
 def test_the_row_whose_telemetry_died_is_invalid_with_the_cause(sweep):
