@@ -2,7 +2,7 @@
 224x224, on the GPU, in seconds; lay the digits out as a class-folder data set of PNG files; save the state_dict.
 
 It trains on every image except the ones edgebench will evaluate (the same seeded split edgebench uses:
-edgebench.labelled), and prints its own fp32 top-1 on those evaluated images, computed here in plain torch,
+edgebench.models.labelled), and prints its own fp32 top-1 on those evaluated images, computed here in plain torch,
 so the rows' torch/ort fp32 top-1 can be checked against an independent number.
 """
 
@@ -19,9 +19,9 @@ import torchvision
 from PIL import Image
 from sklearn.datasets import load_digits
 
-from edgebench.config import load_model_spec
-from edgebench.labelled import load_labelled
-from edgebench.weights import preprocess_for
+from edgebench.models.labelled import load_labelled
+from edgebench.models.spec import load_model_spec
+from edgebench.models.weights import preprocess_for
 
 
 def write_images(folder: Path) -> None:

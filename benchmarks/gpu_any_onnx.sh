@@ -55,8 +55,8 @@ timeout 270 $PY -m edgebench bench --device "$OUT/any_onnx_profile.yaml" --out "
 if [ "$ort_gpu" = yes ]; then
   timeout 60 $PY - "$OUT/resnet18_hw.onnx" <<'PYEOF' 2>&1 | tee "$OUT/any_onnx_export_hw.log"
 import sys, warnings, torch, torchvision
-from edgebench.config import load_model_spec
-from edgebench.export import build_torch_model
+from edgebench.config.profile import load_model_spec
+from edgebench.models.export import build_torch_model
 warnings.simplefilter("ignore")
 model = build_torch_model(load_model_spec("resnet18"), seed=0)  # seeded init, BatchNorm statistics re-estimated
 axes = {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch"}}

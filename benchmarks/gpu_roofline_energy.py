@@ -19,11 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edgebench.artifacts import Artifacts  # noqa: E402
 from edgebench.backends.registry import get_backend  # noqa: E402
-from edgebench.config import RunConfig, load_model_spec  # noqa: E402
-from edgebench.export import export_onnx  # noqa: E402
-from edgebench.precision import precision_artifact  # noqa: E402
+from edgebench.config.run_config import RunConfig
+from edgebench.models.artifacts import Artifacts  # noqa: E402
+from edgebench.models.export import export_onnx  # noqa: E402
+from edgebench.models.precision import precision_artifact  # noqa: E402
+from edgebench.models.spec import load_model_spec
 from edgebench.runner.metrics import summarize  # noqa: E402
 from edgebench.runner.orchestrator import run_instances  # noqa: E402
 from edgebench.telemetry.registry import make_sampler  # noqa: E402

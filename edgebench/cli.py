@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgebench.bench_options import (
+from edgebench.commands.options import (
     EXIT_PARTIAL,
     add_accuracy_arguments,
     add_bench_arguments,
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cache(args: argparse.Namespace) -> Any:
-    from edgebench.artifacts import Artifacts
+    from edgebench.models.artifacts import Artifacts
 
     return Artifacts(args.cache)
 
@@ -131,12 +131,12 @@ def _cache(args: argparse.Namespace) -> Any:
 def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
     import yaml
 
-    from edgebench.artifacts import write_json_atomic
+    from edgebench.device.system import collect_system_info
     from edgebench.errors import EdgebenchError
-    from edgebench.report.rundir import create_run_dir
-    from edgebench.report.runlock import RunLock
-    from edgebench.report.store import ResultsStore
-    from edgebench.system import collect_system_info
+    from edgebench.models.artifacts import write_json_atomic
+    from edgebench.results.rundir import create_run_dir
+    from edgebench.results.runlock import RunLock
+    from edgebench.results.store import ResultsStore
 
     run_dir = create_run_dir(out, run_id)  # unique even for two sweeps started in the same second
     args.run_lock = RunLock(run_dir).acquire()  # released by _sweep when the sweep ends, however it ends
@@ -175,8 +175,8 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
 
 def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
                   onnx_specs: dict | None = None) -> int:
-    from edgebench.console import progress_line, start_line, summary_table
-    from edgebench.sweep import ModelCache, idle_baseline, run_sweep
+    from edgebench.commands.console import progress_line, start_line, summary_table
+    from edgebench.pipeline.sweep import ModelCache, idle_baseline, run_sweep
 
     models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {},
                         accuracy=dict(profile.accuracy),
@@ -186,7 +186,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     print(f"edgebench: {idle_note}", flush=True)
     if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each
         from edgebench.backends.base import Env
-        from edgebench.slo_search import run_slo_searches
+        from edgebench.pipeline.slo_search import run_slo_searches
 
         run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                          on_start=start_line, idle_power_w=idle_w)
@@ -207,11 +207,11 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
 
 
 def _resume(args: argparse.Namespace, env: Any) -> int:
-    from edgebench.config import load_profile
+    from edgebench.config.profile import load_profile
     from edgebench.errors import EdgebenchError
-    from edgebench.plan import describe, expand
-    from edgebench.report.runlock import RunLock
-    from edgebench.report.store import ResultsStore
+    from edgebench.pipeline.plan import describe, expand
+    from edgebench.results.runlock import RunLock
+    from edgebench.results.store import ResultsStore
 
     given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS if getattr(args, name, None) is not None]
     if given:
@@ -246,9 +246,9 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from edgebench.backends.base import Env
-    from edgebench.config import load_profile
-    from edgebench.plan import describe, expand
-    from edgebench.sweep import new_run_id
+    from edgebench.config.profile import load_profile
+    from edgebench.pipeline.plan import describe, expand
+    from edgebench.pipeline.sweep import new_run_id
 
     env = Env.detect()
     if args.resume:
@@ -268,8 +268,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def check_model_inputs(profile: Any) -> None:
     """Resolve every model's input set (sweep.shapes, spec shapes/vocab) before anything runs: a bad shape or a
     missing one is one error naming the model's input, not a failed row per config."""
-    from edgebench.config import load_model_spec
-    from edgebench.precision import resolved_spec
+    from edgebench.models.precision import resolved_spec
+    from edgebench.models.spec import load_model_spec
 
     shapes = profile.sweep.get("shapes") or {}
     for model in profile.sweep["models"]:
@@ -278,9 +278,9 @@ def check_model_inputs(profile: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from edgebench.backends.base import Env
-    from edgebench.config import load_profile
-    from edgebench.plan import expand
-    from edgebench.sweep import new_run_id
+    from edgebench.config.profile import load_profile
+    from edgebench.pipeline.plan import expand
+    from edgebench.pipeline.sweep import new_run_id
 
     env = Env.detect()
     profile = load_profile(args.device)
@@ -289,9 +289,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     fixed_batches: dict[str, int] = {}
     batch = args.batch
     if args.onnx:
-        from edgebench.export import load_external_onnx
-        from edgebench.inputs import parse_shapes
-        from edgebench.precision import onnx_spec
+        from edgebench.config.shapes import parse_shapes
+        from edgebench.models.export import load_external_onnx
+        from edgebench.models.precision import onnx_spec
 
         load_external_onnx(args.onnx, expected_shape=None, batch=batch)
         label = Path(args.onnx).stem
@@ -299,7 +299,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
                          shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}")
         if args.data:  # read it now: a wrong file or array is an error before anything runs
-            from edgebench.inputs import load_data
+            from edgebench.models.inputs import load_data
 
             load_data(args.data, spec.input_set)
         onnx_specs[spec.name] = spec
@@ -310,9 +310,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             given = {s[0] for s in parse_shapes(shapes).values()} if shapes else set()
             batch = spec.fixed_batch or (given.pop() if len(given) == 1 else 1)
     else:
-        from edgebench.config import load_model_spec
         from edgebench.errors import EdgebenchError
-        from edgebench.precision import resolved_spec
+        from edgebench.models.precision import resolved_spec
+        from edgebench.models.spec import load_model_spec
 
         if args.vocab:
             raise EdgebenchError(f"--vocab: model {model} states its inputs' vocabulary in its spec "
@@ -321,7 +321,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.data:
             import dataclasses
 
-            from edgebench.inputs import load_data
+            from edgebench.models.inputs import load_data
 
             load_data(args.data, spec.input_set)
             onnx_specs[model] = dataclasses.replace(spec, data=args.data)
@@ -335,7 +335,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     data = profile.to_dict()
     data["sweep"].update(sweep)
     data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
-    from edgebench.config import Profile
+    from edgebench.config.profile import Profile
 
     profile = Profile(**data)
     if args.duration is not None:
@@ -352,7 +352,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _output_dir(path: Path, flag: str) -> Path:
     """mkdir -p `path` for --out, or one clear line saying why it cannot be."""
     from edgebench.errors import EdgebenchError
-    from edgebench.report.rundir import out_dir_problem
+    from edgebench.results.rundir import out_dir_problem
 
     problem = out_dir_problem(path)
     if problem:
@@ -367,8 +367,8 @@ def _output_dir(path: Path, flag: str) -> Path:
 def cmd_export(args: argparse.Namespace) -> int:
     import shutil
 
-    from edgebench.config import load_model_spec
-    from edgebench.export import export_onnx
+    from edgebench.models.export import export_onnx
+    from edgebench.models.spec import load_model_spec
 
     spec = load_model_spec(args.model)
     art = export_onnx(spec, _cache(args))
@@ -421,14 +421,14 @@ def cmd_remote(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from edgebench.doctor import report
+    from edgebench.commands.doctor import report
 
     print(report())
     return 0
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from edgebench.config import list_profiles
+    from edgebench.config.profile import list_profiles
 
     for name, desc in list_profiles():
         print(f"{name:<14} {desc}")

@@ -22,6 +22,10 @@ class ModelError(EdgebenchError):
     """An ONNX file or a model spec cannot be used (corrupt, wrong shape, unknown)."""
 
 
+class InputError(ModelError):
+    """A model input that cannot be fed as asked (name, rank, dim, dtype, vocabulary, data)."""
+
+
 class BackendError(EdgebenchError):
     """A backend could not prepare or open a session."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgebench.artifacts import Artifact, Artifacts
+from edgebench.models.artifacts import Artifact, Artifacts
 
 
 @pytest.fixture(scope="session")
@@ -18,7 +18,7 @@ def tiny_onnx(artifact_cache: Artifacts) -> Artifact:
     """models/tiny_cnn.yaml exported to ONNX (seed 0, opset 17, dynamic batch) in `artifact_cache`."""
     pytest.importorskip("torch", reason="exporting tiny_cnn needs torch (pip install 'edgebench[export]')")
     pytest.importorskip("onnxruntime", reason="the export parity check needs onnxruntime")
-    from edgebench.config import load_model_spec
-    from edgebench.export import export_onnx
+    from edgebench.models.export import export_onnx
+    from edgebench.models.spec import load_model_spec
 
     return export_onnx(load_model_spec("tiny_cnn"), artifact_cache, seed=0)

@@ -14,35 +14,15 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from edgebench.inputs import make_input  # noqa: F401 - it lives with the input set; callers import it here too
+from edgebench.models.inputs import legacy_input
+from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from edgebench.artifacts import Artifacts
-    from edgebench.config import RunConfig
-    from edgebench.inputs import InputDesc
-
-
-@dataclass(frozen=True)
-class ModelArtifact:
-    """The model a backend prepares from: an ONNX file for one precision, plus its identity."""
-
-    model: str
-    precision: str
-    onnx_path: str
-    sha256: str
-    input_name: str
-    input_shape: tuple[int, ...]  # per-sample, without batch
-    input_dtype: str = "float32"
-    weights: str = "random-init"
-    sidecar: dict[str, Any] = field(default_factory=dict)
-    inputs: tuple[InputDesc, ...] = ()  # every input (edgebench.inputs); empty = the one input above
-    output_names: tuple[str, ...] = ()
-
-    @property
-    def input_set(self) -> tuple[InputDesc, ...]:
-        return self.inputs or (_legacy_input(self.input_name, self.input_dtype, self.input_shape),)
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.artifacts import Artifacts
+    from edgebench.models.inputs import InputDesc
 
 
 @dataclass(frozen=True)
@@ -61,11 +41,11 @@ class Prepared:
 
     @property
     def input_set(self) -> tuple[InputDesc, ...]:
-        return self.inputs or (_legacy_input(self.input_name, self.input_dtype, tuple(self.input_shape[1:])),)
+        return self.inputs or (legacy_input(self.input_name, self.input_dtype, tuple(self.input_shape[1:])),)
 
     def feeds(self, batch: int, seed: int) -> dict[str, np.ndarray]:
-        """Seeded synthetic data for every input at `batch` (edgebench.inputs.synthetic)."""
-        from edgebench.inputs import synthetic
+        """Seeded synthetic data for every input at `batch` (edgebench.models.inputs.synthetic)."""
+        from edgebench.models.inputs import synthetic
 
         return synthetic(self.input_set, batch, seed)
 
@@ -77,12 +57,6 @@ class Prepared:
                    input_shape=(cfg.batch, *model.input_shape), input_dtype=model.input_dtype,
                    precision=precision or model.precision, options=dict(options or {}), info=dict(info or {}),
                    inputs=tuple(model.inputs))
-
-
-def _legacy_input(name: str, dtype: str, shape: tuple[int, ...]) -> InputDesc:
-    from edgebench.inputs import InputDesc, role_for
-
-    return InputDesc(name, dtype, tuple(shape), role_for(name, dtype, tuple(shape)))
 
 
 @dataclass(frozen=True)

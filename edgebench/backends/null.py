@@ -32,14 +32,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
+from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.errors import BackendError
+from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from edgebench.artifacts import Artifacts
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.artifacts import Artifacts
 
 NULL_OPTIONS = ("sleep_s", "serial_device", "fail_instance", "fail_phase", "fail_after", "fail_how")
 FAIL_PHASES = ("open", "warmup", "measure")

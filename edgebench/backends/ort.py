@@ -20,14 +20,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
+from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.errors import BackendError
+from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from edgebench.artifacts import Artifacts
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.artifacts import Artifacts
 
 ONNX_PRECISIONS = ("fp32", "fp16", "int8")
 CUDA_MATH_PRECISIONS = ("tf32",)  # the fp32 file under a CUDA math mode

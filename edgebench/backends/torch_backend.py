@@ -23,14 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
+from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.errors import BackendError, EdgebenchError
+from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from edgebench.artifacts import Artifacts
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.artifacts import Artifacts
 
 TORCH_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
 CPU_PRECISIONS = ("fp32", "bf16")
@@ -112,7 +113,7 @@ class TorchBackend:
         return None
 
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
-        from edgebench.config import load_model_spec
+        from edgebench.models.spec import load_model_spec
 
         opts = check_options(dict(cfg.options))
         try:
@@ -164,8 +165,8 @@ class TorchSession:
     def __init__(self, prepared: Prepared, placement: Placement) -> None:
         import torch
 
-        from edgebench.config import load_model_spec
-        from edgebench.export import build_torch_model
+        from edgebench.models.export import build_torch_model
+        from edgebench.models.spec import load_model_spec
 
         self._where, self._batch, self._label = f"instance {placement.instance}", prepared.input_shape[0], placement.device
         device = parse_device(placement.device)

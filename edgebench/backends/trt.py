@@ -31,18 +31,19 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends import trt_calibration as calibration
 from edgebench.backends import trt_logic as logic
 from edgebench.backends import trt_reports as reports
-from edgebench.backends.base import Env, ModelArtifact, Placement, Prepared
+from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.backends.trt_engine_cache import EngineCache, calibration_cache_path, timing_cache_path
 from edgebench.backends.trt_profile import ProfileEntry, check_network_inputs
 from edgebench.errors import BackendError
+from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import tensorrt
 
-    from edgebench.artifacts import Artifacts
     from edgebench.backends.cuda_buffers import CudaRuntime, StagingBuffer
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.artifacts import Artifacts
 
 log = logging.getLogger("edgebench.trt")
 

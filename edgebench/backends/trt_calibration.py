@@ -27,7 +27,7 @@ def calibration_chunks(data: np.ndarray, batch: int) -> list[np.ndarray]:
 
 def recorded_calibration(record: dict[str, Any], input_shape: tuple[int, ...]) -> np.ndarray:
     """Re-create the calibration set the int8 artifact recorded, and check it is byte-identical."""
-    from edgebench.calibration import calibration_batches
+    from edgebench.models.calibration import calibration_batches
 
     try:
         data, now = calibration_batches(str(record["source"]), tuple(input_shape), int(record["count"]),

@@ -24,9 +24,9 @@ from edgebench.errors import BackendError
 
 if TYPE_CHECKING:  # pragma: no cover
 
-    from edgebench.backends.base import ModelArtifact
     from edgebench.backends.trt_engine_cache import EngineKey
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.model_artifact import ModelArtifact
 
 INSTALL_HINT = "TensorRT not installed (it comes with JetPack: python3-libnvinfer)"
 TRT_PRECISIONS = ("fp32", "tf32", "fp16", "int8")
@@ -186,10 +186,10 @@ def jetson_model(root: Path | str = "/") -> str | None:
 
 
 def count_dla_cores(root: Path | str = "/") -> int:
-    """DLA cores the kernel exposes, read from files only (no CUDA init): edgebench.jetson.dla_nodes, the
+    """DLA cores the kernel exposes, read from files only (no CUDA init): edgebench.device.jetson.dla_nodes, the
     rule `edgebench doctor` and system.json use too. NOT YET CHECKED on a real board; prepare() cross-checks
     with TensorRT's builder.num_DLA_cores, which is authoritative."""
-    from edgebench.jetson import dla_nodes
+    from edgebench.device.jetson import dla_nodes
 
     return len(dla_nodes(root)[0])
 

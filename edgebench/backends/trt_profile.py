@@ -1,6 +1,6 @@
 """The TensorRT optimisation profile of a model's input set: min/opt/max for every dynamic input (pure logic).
 
-It comes from the same shape plan every backend feeds (edgebench.inputs: per-sample shapes resolved from the
+It comes from the same shape plan every backend feeds (edgebench.models.inputs: per-sample shapes resolved from the
 graph, `--shapes`, the profile and the model spec), so a TensorRT engine is built for exactly the shapes the
 row measures. TensorRT needs a profile entry for each network input that has a dynamic dimension (-1);
 inputs whose every dim is fixed get none.
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from edgebench.errors import BackendError
-from edgebench.inputs import InputDesc
+from edgebench.models.inputs import InputDesc
 
 Shape = tuple[int, ...]
 

@@ -76,7 +76,7 @@ def format_dtype(fmt: str) -> str | None:
 def engine_evidence(layers: list[EngineLayer]) -> dict[str, Any]:
     """Tensor-core and precision evidence from the engine's own layer list (no timing: the inspector has
     none, so this counts tactics, it is not a time share)."""
-    from edgebench.tensorcores import classify_kernel
+    from edgebench.evaluation.tensorcores import classify_kernel
 
     tactics = [layer.tactic for layer in layers if layer.tactic]
     tensor = [t for t in tactics if classify_kernel(t)[0]]

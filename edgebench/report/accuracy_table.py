@@ -12,8 +12,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from edgebench.report.runs import Run, num
 from edgebench.report.table_format import Col, Table, precision_rank
+from edgebench.results.runs import Run, num
 
 GROUP_KEYS = ("model", "weights", "backend", "options", "precision")
 

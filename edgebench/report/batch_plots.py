@@ -15,8 +15,8 @@ from edgebench.report.figure import (
     series_from_rows,
     set_x_axis,
 )
-from edgebench.report.runs import Run, num
 from edgebench.report.table_format import precision_rank
+from edgebench.results.runs import Run, num
 
 BATCH_FACET = ("model", "backend", "instances", "mode", "options", "power_mode")  # power_mode: Jetson nvpmodel
 

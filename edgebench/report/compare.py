@@ -13,8 +13,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from edgebench.report.runs import Run, num
 from edgebench.report.table_format import Col, Table, precision_rank
+from edgebench.results.runs import Run, num
 
 COMPARE_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "options", "power_mode")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.runs import Run, num
+from edgebench.results.runs import Run, num
 
 _SLUG = re.compile(r"[^A-Za-z0-9._+]+")
 

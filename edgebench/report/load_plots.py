@@ -19,7 +19,7 @@ from edgebench.report.figure import (
     series_from_rows,
     set_x_axis,
 )
-from edgebench.report.runs import Run, num
+from edgebench.results.runs import Run, num
 
 LOAD_FACET = ("model", "backend", "precision", "batch", "mode", "gpu_sharing", "rate_per_stream_hz", "options")
 OPEN_LOOP = ("fixed-rate", "slo-search")

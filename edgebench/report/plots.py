@@ -16,9 +16,9 @@ from edgebench.report.batch_plots import energy_vs_batch, latency_vs_batch, thro
 from edgebench.report.figure import FigureData, Point, Series, slug
 from edgebench.report.load_plots import latency_vs_load
 from edgebench.report.render import FORMATS, matplotlib_missing, render
-from edgebench.report.runs import Run
 from edgebench.report.scaling_plots import throughput_vs_instances
 from edgebench.report.timeline_plots import power_timeline, timeline_figures
+from edgebench.results.runs import Run
 
 __all__ = ["FORMATS", "FigureData", "Point", "Series", "all_figures", "energy_vs_batch", "latency_vs_batch",
            "latency_vs_load", "matplotlib_missing", "power_timeline", "render", "slug", "throughput_vs_batch",

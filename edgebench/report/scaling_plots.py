@@ -14,7 +14,7 @@ from edgebench.report.figure import (
     series_from_rows,
     set_x_axis,
 )
-from edgebench.report.runs import Run, num
+from edgebench.results.runs import Run, num
 
 SCALING_FACET = ("model", "backend", "precision", "batch", "mode", "options", "power_mode")
 

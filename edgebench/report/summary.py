@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
-from edgebench.report.runs import Run, load_runs, profile_name
-from edgebench.report.schema import STATUSES
 from edgebench.report.tables import Table, all_tables
+from edgebench.results.runs import Run, load_runs, profile_name
+from edgebench.results.schema import STATUSES
 
 Segment = str | tuple[str, str]  # text, or (text, relative link)
 DEFAULT_MAX_TIMELINES = 40

@@ -17,7 +17,6 @@ from collections import defaultdict
 from typing import Any
 
 from edgebench.report.compare import cross_run_table
-from edgebench.report.runs import Run, num
 from edgebench.report.speedup import speedup_rows
 from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, latex_escape: used via this module
     PRECISION_ORDER,
@@ -27,6 +26,7 @@ from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, lat
     latex_escape,
     precision_rank,
 )
+from edgebench.results.runs import Run, num
 
 
 def _multi(runs: list[Run]) -> bool:

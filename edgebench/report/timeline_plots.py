@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.report.figure import FigureData, Series, slug
-from edgebench.report.runs import Run, num
+from edgebench.results.runs import Run, num
 
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
 _PER_CORE = re.compile(r"^cpu\d+_util_pct$")

@@ -27,7 +27,7 @@ from edgebench.runner import worker
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Prepared
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
 
 FRAMEWORKS = ("torch", "ort", "null")
 
@@ -78,7 +78,7 @@ def bootstrap_median_ci(values: Sequence[float], confidence: float = 0.95, resam
 
 def bare_step(framework: str, prepared: Prepared, device: str, threads: int, seed: int) -> Callable[[], None]:
     """The framework's own call for one batch, built the way a user's bare loop would build it."""
-    from edgebench.backends.base import make_input
+    from edgebench.models.inputs import make_input
 
     x_np = make_input(tuple(prepared.input_shape), prepared.input_dtype, seed)
     feeds = prepared.feeds(prepared.input_shape[0], seed)  # every input (x_np is the first one's data)
@@ -113,8 +113,8 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
     if framework == "torch":
         import torch
 
-        from edgebench.config import load_model_spec
-        from edgebench.export import build_torch_model
+        from edgebench.models.export import build_torch_model
+        from edgebench.models.spec import load_model_spec
 
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
         spec = load_model_spec(str(prepared.options["model_spec"]))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
     from edgebench.runner.metrics import Summary
     from edgebench.runner.orchestrator import InstanceResult
 

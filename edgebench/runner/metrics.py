@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
 
 PERCENTILES = (50, 90, 95, 99)
 

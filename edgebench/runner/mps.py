@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.errors import EdgebenchError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
 
 MPS_CONTROL = "nvidia-cuda-mps-control"
 PIPE_DIR_MAX_CHARS = 60  # Unix socket paths are limited to 107 bytes; the daemon adds its own file names

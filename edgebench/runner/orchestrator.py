@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from edgebench.backends.base import Prepared
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
     from edgebench.telemetry.base import Sampler, Timeline
 
 POLL_S = 0.01  # how often the orchestrator looks at messages, exits and the inference counters

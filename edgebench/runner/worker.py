@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from edgebench.backends.base import Prepared
-    from edgebench.config import RunConfig
+    from edgebench.config.run_config import RunConfig
 
 THREAD_ENV_VARS = (
     "OMP_NUM_THREADS",
@@ -229,7 +229,7 @@ def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str,
     with one [N, *sample] array per input name."""
     import numpy as np
 
-    from edgebench.inputs import batches_of
+    from edgebench.models.inputs import batches_of
 
     if inputs_path.endswith(".npz"):
         with np.load(inputs_path, allow_pickle=False) as npz:
@@ -331,7 +331,7 @@ def run_instance(
 def profile_session(infer: Callable[[], None], steps: int) -> tuple[list[tuple[str, float]] | None, str]:
     """GPU kernels of `steps` inferences (outside the window), or (None, why) — never fails the row."""
     try:
-        from edgebench.tensorcores import profile_kernels
+        from edgebench.evaluation.tensorcores import profile_kernels
 
         return profile_kernels(infer, steps=steps, warmup=1), ""
     except Exception as exc:  # noqa: BLE001 - no torch/CUPTI/GPU here: the row states it

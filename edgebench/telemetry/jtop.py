@@ -43,7 +43,7 @@ from typing import Any
 from edgebench.telemetry.base import Channel, Timeline
 from edgebench.telemetry.jetson_rails import RailMap, power_supply_rails, rail_channel, rail_map
 
-FAULT_PREFIX = "telemetry: "  # a note starting so makes the row invalid (see edgebench.sweep.telemetry_faults)
+FAULT_PREFIX = "telemetry: "  # a note starting so makes the row invalid (see edgebench.pipeline.sweep.telemetry_faults)
 MIN_INTERVAL_S = 0.5
 JTOP_SOCKET = "/run/jtop.sock"
 INSTALL_HINT = "sudo pip3 install -U jetson-stats (installs the client and jtop.service), then reboot"

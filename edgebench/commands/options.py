@@ -1,0 +1,148 @@
+"""What `edgebench bench` accepts: its options, their value types, and how they override a profile.
+
+Below both the entry point (cli) and `edgebench remote` (remote/ship.py resolves a bench's models
+here before shipping them to a board), so neither reaches into the other. Standard library only at
+module level: `edgebench --help` must work on a bare Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+# exit status of bench/run with --strict when some rows failed or are invalid (documented in README)
+EXIT_PARTIAL = 3
+
+
+def csv_list(kind: type) -> Any:
+    """An argparse type: 'a,b,c' -> [kind('a'), kind('b'), kind('c')]."""
+
+    def parse(text: str) -> list[Any]:
+        try:
+            return [kind(x.strip()) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+
+    return parse
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_list(text: str) -> list[int]:
+    values = csv_list(int)(text)
+    bad = [v for v in values if v < 1]
+    if bad or not values:
+        raise argparse.ArgumentTypeError(f"every value must be >= 1, got {text!r}")
+    return values
+
+
+def seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def add_bench_arguments(b: argparse.ArgumentParser) -> None:
+    """The options of `edgebench bench`, added to its (sub)parser."""
+    b.add_argument("--device", help="profile name or path (see `edgebench profiles`; default host)")
+    b.add_argument("--models", type=csv_list(str), help="comma-separated model names (override the profile)")
+    b.add_argument("--precisions", type=csv_list(str), help="e.g. fp32,fp16,int8")
+    b.add_argument("--batches", type=positive_list, help="e.g. 1,8")
+    b.add_argument("--instances", type=positive_list, help="e.g. 1,2")
+    b.add_argument("--backends", type=csv_list(str), help="e.g. ort,null")
+    b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
+    b.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
+    b.add_argument("--repeats", type=positive_int, help="measure every configuration this many times")
+    b.add_argument("--out", help="folder the run folder is created in (default runs/)")
+    b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep with the plan saved in RUN_DIR; "
+                   "rows already valid are kept (plan options such as --batches are refused with it)")
+    b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit "
+                   "(with --resume: which rows are done and which would run)")
+    b.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_PARTIAL} when any row failed or is invalid (default: 0 when anything was measured)")
+    add_load_options(b)
+    add_accuracy_arguments(b)
+
+
+def add_load_options(parser: argparse.ArgumentParser) -> None:
+    """Load shape and GPU sharing, shared by bench and run (override the profile's run section)."""
+    parser.add_argument("--rate", type=float, metavar="HZ",
+                        help="open loop: each instance is a stream of HZ arrivals per second; latency counts queueing")
+    parser.add_argument("--slo-ms", type=float, metavar="MS",
+                        help="with --rate: search the most streams whose p99 latency stays <= MS (slo_search.csv)")
+    parser.add_argument("--max-streams", type=int, metavar="N", help="the SLO search tries at most N streams")
+    parser.add_argument("--gpu-sharing", choices=["time-slicing", "mps"],
+                        help="mps: run GPU instances under a CUDA MPS daemon edgebench starts and stops per row")
+
+
+def load_overrides(profile: Any, args: argparse.Namespace) -> Any:
+    """The profile with the load options (--rate, --slo-ms, --max-streams, --gpu-sharing) applied."""
+    return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
+                                  gpu_sharing=args.gpu_sharing)
+
+
+def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
+    """Real weights and labelled images, shared by bench and run."""
+    g = p.add_argument_group("accuracy (real weights, labelled images)")
+    g.add_argument("--weights", help="weights for every model: torchvision:IMAGENET1K_V2 (torchvision's enum member, "
+                                     "from torch's cache or downloaded into it) or a state_dict file")
+    g.add_argument("--dataset", metavar="FOLDER", help="labelled images (class subfolders, or flat + --labels): "
+                                                       "rows get accuracy_top1_pct/top5_pct; int8 calibrates on a "
+                                                       "disjoint subset of it unless the profile names a source")
+    g.add_argument("--labels", metavar="FILE", help="'<image> <class index>' lines for a flat --dataset folder")
+    g.add_argument("--accuracy-samples", type=int, metavar="N", help="images (inputs) each row is scored on")
+    g.add_argument("--calibration-samples", type=int, metavar="N", help="int8 calibration images")
+
+
+def apply_accuracy(profile: Any, args: argparse.Namespace) -> Any:
+    """--weights/--dataset/--labels/--accuracy-samples/--calibration-samples into the profile (so profile.yaml
+    of the run folder keeps them for --resume)."""
+    profile = profile.with_overrides("accuracy", weights=args.weights, dataset=args.dataset, labels=args.labels)
+    profile = profile.with_overrides("run", accuracy_samples=args.accuracy_samples)
+    source = "labelled" if args.dataset and profile.calibration["source"] == "synthetic" else None
+    return profile.with_overrides("calibration", source=source, samples=args.calibration_samples)
+
+
+def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
+    """Bench args as `edgebench bench` reads them (argparse errors exit with its usage message)."""
+    parser = argparse.ArgumentParser(prog="edgebench bench")
+    add_bench_arguments(parser)
+    return parser.parse_args(bench_args)
+
+
+def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
+    """The profile with the sweep/run options of `edgebench bench` (None = keep the profile's value) applied."""
+    from edgebench.config.profile import Profile
+
+    if args.instances is not None and profile.sweep.get("placements"):
+        # explicit placement sets decide the instance count; --instances replaces them with copies of the accelerator
+        data = profile.to_dict()
+        data["sweep"]["placements"] = None
+        profile = Profile(**data)
+    profile = profile.with_overrides(
+        "sweep",
+        models=args.models,
+        precisions=args.precisions,
+        batches=args.batches,
+        instances=args.instances,
+        backends=args.backends,
+        modes=[args.mode] if args.mode else None,
+    )
+    if args.duration is not None:
+        max_d = max(profile.run["max_duration_s"], args.duration)
+        profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
+    return apply_accuracy(load_overrides(profile.with_overrides("run", repeats=args.repeats), args), args)

@@ -1,0 +1,312 @@
+"""FP32 ONNX -> the ONNX file a precision runs from: fp32 as is, fp16 converted, int8 QDQ calibrated.
+
+- fp32: the exported file itself.
+- tf32 / bf16 / amp: not ONNX variants. They are runtime modes of GPU backends (TF32 math in cuDNN/TensorRT,
+  torch autocast, TensorRT BF16 builder flag), which take the FP32 file and set the mode themselves. So this
+  returns the FP32 file, labelled with the requested precision.
+- fp16: onnxruntime.transformers.float16.convert_float_to_float16(keep_io_types=True): weights and math in
+  float16, inputs/outputs stay float32 (Cast nodes at the edges), so every backend feeds the same input.
+- int8: onnxruntime.quantization.quantize_static, QDQ format, per-channel symmetric INT8 weights, symmetric
+  INT8 activations (the explicit-quantization form TensorRT consumes), MinMax-calibrated on
+  calibration_batches(); quant_pre_process runs first when it succeeds.
+Each variant is cached by the FP32 file's sha256, the settings and (int8) the calibration record.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgebench.errors import ModelError
+from edgebench.models.artifacts import Artifact, Artifacts
+from edgebench.models.model_artifact import ModelArtifact
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.models.spec import ModelSpec
+
+RUNTIME_MODE_PRECISIONS = ("tf32", "bf16", "amp")  # served from the FP32 file
+FP16_SETTINGS = {"converter": "onnxruntime.transformers.float16.convert_float_to_float16", "keep_io_types": True}
+INT8_SETTINGS = {
+    "quantizer": "onnxruntime.quantization.quantize_static",
+    "quant_format": "QDQ",
+    "per_channel": True,
+    "weight_type": "QInt8",
+    "activation_type": "QInt8",
+    "calibrate_method": "MinMax",
+    # Bias stays float: TensorRT's parser rejects the int32 DequantizeLinear ORT makes for biases
+    # (onnxruntime issue #17738) and fuses the float bias itself.
+    "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True, "QuantizeBias": False},
+}
+CALIBRATION_BATCH = 8  # samples per calibration run when the model's batch axis is dynamic
+
+
+def precision_artifact(
+    spec: ModelSpec, fp32: Artifact, precision: str, cache: Artifacts, calibration: Mapping[str, Any]
+) -> ModelArtifact:
+    """The ModelArtifact for `precision`, built from the FP32 export `fp32` (cached)."""
+    if precision == "fp32" or precision in RUNTIME_MODE_PRECISIONS:
+        sidecar = dict(fp32.sidecar)
+        if precision != "fp32":
+            sidecar["precision_note"] = (
+                f"{precision} is a runtime mode of the backend, not an ONNX variant: the FP32 file is used"
+            )
+        return _model_artifact(spec, precision, fp32, sidecar)
+    if precision == "fp16":
+        return _model_artifact(spec, "fp16", _fp16(spec, fp32, cache), None)
+    if precision == "int8":
+        return _model_artifact(spec, "int8", _int8(spec, fp32, cache, calibration), None)
+    raise ModelError(f"{spec.name}: unknown precision {precision!r}")
+
+
+def _model_artifact(spec: ModelSpec, precision: str, art: Artifact, sidecar: dict[str, Any] | None) -> ModelArtifact:
+    return ModelArtifact(
+        model=spec.name,
+        precision=precision,
+        onnx_path=str(art.path),
+        sha256=art.sha256,
+        input_name=spec.input_name,
+        input_shape=tuple(spec.input_shape),
+        input_dtype=spec.input_dtype,
+        weights=spec.weights_label,
+        sidecar=dict(art.sidecar if sidecar is None else sidecar),
+        inputs=spec.input_set,
+        output_names=spec.output_names,
+    )
+
+
+# --------------------------------------------------------------------------- fp16
+
+def _fp16(spec: ModelSpec, fp32: Artifact, cache: Artifacts) -> Artifact:
+    import onnx
+    import onnxruntime
+
+    inputs = {"fp32_sha256": fp32.sha256, "settings": FP16_SETTINGS, "onnxruntime": onnxruntime.__version__,
+              "onnx": onnx.__version__}
+
+    def build(tmp: Path) -> dict[str, Any]:
+        try:
+            from onnxruntime.transformers.float16 import convert_float_to_float16
+            from onnxruntime.transformers.onnx_model import OnnxModel
+        except ImportError as exc:
+            raise ModelError(f"{spec.name}: fp16 conversion needs onnxruntime.transformers ({exc})") from None
+        t0 = time.perf_counter()
+        proto = convert_float_to_float16(onnx.load(str(fp32.path)), keep_io_types=True)
+        # The converter appends the input Casts at the end of the node list; ORT sorts graphs itself,
+        # the checker and TensorRT's parser need topological order.
+        OnnxModel.graph_topological_sort(proto.graph, is_deterministic=True)
+        try:
+            onnx.checker.check_model(proto)
+        except Exception as exc:  # onnx ValidationError
+            raise ModelError(f"{spec.name}: fp16 conversion produced an invalid model ({exc})") from None
+        onnx.save(proto, str(tmp))
+        return {
+            "model": spec.name,
+            "precision": "fp16",
+            "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
+            "settings": FP16_SETTINGS,
+            "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},
+            "weights": spec.weights_label,
+            "convert_s": round(time.perf_counter() - t0, 3),
+        }
+
+    return cache.get_or_build(kind="fp16", inputs=inputs, filename=f"{spec.name}.fp16.onnx", build=build)
+
+
+# --------------------------------------------------------------------------- int8
+
+def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mapping[str, Any]) -> Artifact:
+    import onnx
+    import onnxruntime
+
+    from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
+
+    source = str(calibration.get("source", "synthetic"))
+    samples = int(calibration.get("samples", 32))
+    labelled = labelled_source(spec, calibration)
+    if labelled is not None:  # calibration.source: labelled (one image input)
+        batch, record = calibration_batches(source, tuple(spec.input_shape), samples, int(calibration.get("seed", 0)),
+                                            labelled=labelled)
+        data = {spec.input_name: batch}
+    else:
+        if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data):
+            from edgebench.models.inputs import load_data  # up to calibration.samples of it
+
+            source = spec.data
+            samples = min(samples, len(next(iter(load_data(source, spec.input_set).values()))))
+        data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
+    inputs = {"fp32_sha256": fp32.sha256, "settings": INT8_SETTINGS, "calibration": record,
+              "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
+
+    def build(tmp: Path) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as work:
+            source, pre = _pre_process(fp32.path, Path(work) / "pre.onnx")
+            _quantize(spec, source, tmp, data)
+        quantize_s = time.perf_counter() - t0
+        proto = onnx.load(str(tmp))
+        ops = [n.op_type for n in proto.graph.node]
+        return {
+            "model": spec.name,
+            "precision": "int8",
+            "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
+            "settings": INT8_SETTINGS,
+            "pre_process": pre,
+            "calibration": record,
+            "qdq_nodes": {"QuantizeLinear": ops.count("QuantizeLinear"),
+                          "DequantizeLinear": ops.count("DequantizeLinear")},
+            "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},
+            "weights": spec.weights_label,
+            "quantize_s": round(quantize_s, 3),
+        }
+
+    return cache.get_or_build(kind="int8", inputs=inputs, filename=f"{spec.name}.int8.onnx", build=build)
+
+
+def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
+    """quant_pre_process (symbolic shape inference + ORT graph optimization) when it works, else src."""
+    try:
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+
+        quant_pre_process(str(src), str(out), skip_symbolic_shape=False)
+    except Exception as exc:  # it raises many kinds on graphs it cannot handle
+        return src, f"skipped: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return out, "quant_pre_process"
+
+
+def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]) -> None:
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    from edgebench.models.export import inspect_onnx
+
+    info = inspect_onnx(src)
+    count = len(next(iter(data.values())))
+    if info.dynamic_batch:
+        batches = [{k: v[i:i + CALIBRATION_BATCH] for k, v in data.items()} for i in range(0, count, CALIBRATION_BATCH)]
+    else:
+        step = int(info.batch)  # type: ignore[arg-type]
+        if count < step:
+            raise ModelError(
+                f"{spec.name}: the ONNX input has a fixed batch of {step}, calibration has {count} samples"
+            )
+        batches = [{k: v[i:i + step] for k, v in data.items()} for i in range(0, count - step + 1, step)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self._it = iter(batches)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self._it, None)
+
+    try:
+        quantize_static(
+            str(src), str(out), Reader(),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            activation_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+            extra_options=dict(INT8_SETTINGS["extra_options"]),  # type: ignore[arg-type]
+        )
+    except ModelError:
+        raise
+    except Exception as exc:  # the quantizer raises many kinds
+        raise ModelError(f"{spec.name}: int8 quantization failed ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------- external ONNX
+
+def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tuple[int, ...]] | None = None,
+              vocab: str | int | dict[str, int] | None = None, data: str | None = None,
+              shapes_source: str = "--shapes") -> ModelSpec:
+    """A ModelSpec (source "onnx") for an external ONNX file, so it goes through the same precision pipeline.
+
+    Every input is resolved from the graph (edgebench.models.inputs.resolve): symbolic axes besides the batch need
+    `shapes` (trtexec form), token-id inputs need `vocab`. dynamic_batch is False when the graph fixes the
+    batch (then graph_batch says which); errors name the input and axis."""
+    from edgebench.config.shapes import parse_shapes
+    from edgebench.models.export import inspect_onnx
+    from edgebench.models.inputs import parse_vocab, resolve
+    from edgebench.models.spec import ModelSpec
+
+    info = inspect_onnx(path)
+    shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
+    vocab_map = parse_vocab(vocab)
+    plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
+                   vocab_from_data=bool(data))
+    inputs = plan.inputs
+    if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
+        from edgebench.models.inputs import load_data, vocab_from
+
+        inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
+    first = inputs[0]
+    num_classes = _output_classes(path)
+    return ModelSpec(
+        name=name or Path(path).stem,
+        source="onnx",
+        input_shape=first.shape,
+        description=f"external ONNX {path}",
+        onnx_path=str(path),
+        input_name=first.name,
+        input_dtype=first.dtype,
+        output_name=info.output_names[0] if info.output_names else "output",
+        num_classes=num_classes if num_classes is not None else 1000,
+        dynamic_batch=plan.fixed_batch is None,
+        opset=info.opset,
+        spec_file=str(path),
+        inputs=inputs,
+        outputs=tuple(info.output_names),
+        vocab=vocab_map.get("*"),
+        shapes=",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shape_map.items()) or None,
+        data=data,
+        graph_batch=plan.fixed_batch,
+    )
+
+
+def _output_classes(path: str) -> int | None:
+    """C of the first output shaped [N, C] (a class-score vector), else None."""
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    for out in proto.graph.output:
+        dims = out.type.tensor_type.shape.dim
+        if len(dims) == 2 and dims[-1].HasField("dim_value") and dims[-1].dim_value > 0:
+            return int(dims[-1].dim_value)
+    return None
+
+
+def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes") -> ModelSpec:
+    """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`).
+
+    source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph (a spec's input_shape
+    is checked against it as before). Exported models (torchvision/builtin) fix every axis but the batch, so
+    shapes given for them are only checked against the spec (unknown input, rank, contradicting dim)."""
+    import dataclasses
+
+    from edgebench.config.shapes import parse_shapes
+    from edgebench.models.inputs import GraphInput, resolve
+
+    if spec.source == "onnx":
+        if spec.inputs and not shapes:
+            return spec
+        got = onnx_spec(str(spec.onnx_path), spec.name, shapes=shapes or spec.shapes, vocab=spec.vocab,
+                        data=spec.data, shapes_source=shapes_source if shapes else f"{spec.spec_file}: shapes")
+        return dataclasses.replace(
+            got, description=spec.description or got.description, spec_file=spec.spec_file or got.spec_file,
+            parity_atol=spec.parity_atol, weights=spec.weights,
+            num_classes=spec.num_classes if spec.spec_file.endswith((".yaml", ".yml")) else got.num_classes)
+    if shapes:
+        graph = [GraphInput(d.name, d.dtype, ("batch" if spec.dynamic_batch else 1, *d.shape)) for d in spec.input_set]
+        resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.input_set},
+                source=f"model {spec.name}", shapes_source=shapes_source)
+    return spec

@@ -1,0 +1,177 @@
+"""Model specs: models/<name>.yaml -> ModelSpec (source, inputs, outputs, shapes, weights), errors naming file + field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench.config.fields import MODEL_SCHEMA, check_value
+from edgebench.config.profile import MODELS_DIR, _read_yaml
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.models.inputs import InputDesc
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    source: str
+    input_shape: tuple[int, ...]
+    description: str = ""
+    arch: str = ""
+    weights: str | None = None
+    onnx_path: str | None = None
+    input_name: str = "input"
+    input_dtype: str = "float32"
+    output_name: str = "output"
+    num_classes: int = 1000
+    dynamic_batch: bool = True
+    opset: int = 17
+    parity_atol: float = 1e-3
+    preprocess: Mapping[str, Any] | None = None
+    spec_file: str = ""
+    # several inputs/outputs (edgebench.models.inputs); empty = the one input/output of the fields above
+    inputs: tuple[InputDesc, ...] = ()
+    outputs: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    vocab: int | None = None
+    shapes: str | None = None
+    data: str | None = None
+    graph_batch: int | None = None  # external ONNX: the batch its graph fixes (None: dynamic or 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["input_shape"] = list(self.input_shape)
+        d["inputs"] = [i.to_dict() for i in self.inputs]
+        d["outputs"] = list(self.outputs)
+        d["config"] = dict(self.config)
+        for key in (*NEW_SPEC_KEYS, "graph_batch"):  # absent when unused, so one-input specs keep their export cache keys
+            if not d[key]:
+                del d[key]
+        return d
+
+    @property
+    def input_set(self) -> tuple[InputDesc, ...]:
+        """Every input, in forward() order (one built from input_name/shape/dtype when `inputs` is empty)."""
+        if self.inputs:
+            return self.inputs
+        from edgebench.models.inputs import role_for
+
+        shape = tuple(self.input_shape)
+        role = role_for(self.input_name, self.input_dtype, shape)
+        return (InputDesc(self.input_name, self.input_dtype, shape, role, self.vocab if role == "tokens" else None,
+                          (0,) if self.dynamic_batch else ()),)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return self.outputs or (self.output_name,)
+
+    @property
+    def fixed_batch(self) -> int | None:
+        """The batch the model's graph fixes (None: dynamic, the sweep decides). Exported specs with
+        dynamic_batch: false are exported at batch 1."""
+        return None if self.dynamic_batch else int(self.graph_batch or 1)
+
+    @property
+    def weights_label(self) -> str:
+        """What the row says about weights: 'random-init' or the weights file name."""
+        if self.source == "onnx":
+            return "from-onnx"
+        if self.weights and self.weights.startswith("torchvision:"):
+            return self.weights
+        if self.weights and Path(self.weights).exists():
+            return Path(self.weights).name
+        return "random-init"
+
+
+NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data")
+OPTIONAL_SPEC_KEYS = ("weights", "onnx_path", "preprocess", *NEW_SPEC_KEYS)
+
+
+def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
+    for key in data:
+        if key not in MODEL_SCHEMA:
+            raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(MODEL_SCHEMA))})")
+    values: dict[str, Any] = {}
+    for key, spec in MODEL_SCHEMA.items():
+        optional = key in OPTIONAL_SPEC_KEYS or (key == "input_shape" and (data.get("inputs") or
+                                                                            data.get("source") == "onnx"))
+        if key not in data and spec.default is None and not optional:
+            raise ConfigError(source, key, "is required")
+        values[key] = check_value(source, key, spec, data.get(key, spec.default))
+    if values["source"] in ("torchvision", "builtin") and not values["arch"]:
+        raise ConfigError(source, "arch", f"is required for source {values['source']}")
+    if values["source"] == "onnx" and not values["onnx_path"]:
+        raise ConfigError(source, "onnx_path", "is required for source onnx")
+    if values["shapes"] is not None:
+        from edgebench.config.shapes import parse_shapes
+
+        try:
+            parse_shapes(values["shapes"], "shapes")
+        except EdgebenchError as exc:
+            raise ConfigError(source, "shapes", str(exc)) from None
+    values["inputs"] = _spec_inputs(source, values)
+    if values["inputs"]:
+        first = values["inputs"][0]
+        values.update(input_name=first.name, input_shape=first.shape, input_dtype=first.dtype)
+    values["input_shape"] = tuple(values["input_shape"] or ())
+    values["outputs"] = tuple(values["outputs"] or ())
+    values["config"] = dict(values["config"] or {})
+    return ModelSpec(spec_file=source, **values)
+
+
+INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role")
+
+
+def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
+    """The `inputs:` list of a model spec, validated (errors name inputs[i].field)."""
+    from edgebench.models.inputs import INPUT_DTYPES, ROLES, role_for
+
+    out: list[InputDesc] = []
+    for i, item in enumerate(values["inputs"] or []):
+        where = f"inputs[{i}]"
+        unknown = sorted(set(item) - set(INPUT_KEYS))
+        if unknown:
+            raise ConfigError(source, f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(INPUT_KEYS)})")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(source, f"{where}.name", "is required (the input's name in the graph)")
+        if name in {d.name for d in out}:
+            raise ConfigError(source, f"{where}.name", f"input '{name}' is listed twice")
+        dtype = item.get("dtype", "float32")
+        if dtype not in INPUT_DTYPES:
+            raise ConfigError(source, f"{where}.dtype", f"{dtype!r} is not one of {', '.join(INPUT_DTYPES)}")
+        shape = item.get("shape")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise ConfigError(source, f"{where}.shape", f"input '{name}': expected a list of ints (per sample), "
+                                                        f"got {shape!r}")
+        if any(d < 1 for d in shape):
+            raise ConfigError(source, f"{where}.shape", f"input '{name}': every dim must be >= 1, got {shape}")
+        role = item.get("role") or role_for(name, dtype, tuple(shape))
+        if role not in ROLES:
+            raise ConfigError(source, f"{where}.role", f"input '{name}': {role!r} is not one of {', '.join(ROLES)}")
+        vocab = item.get("vocab", values.get("vocab") if role == "tokens" else None)
+        if vocab is not None and (not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 1):
+            raise ConfigError(source, f"{where}.vocab", f"input '{name}': {vocab!r} must be an int >= 1")
+        if role == "tokens" and vocab is None:
+            raise ConfigError(source, f"{where}.vocab", f"input '{name}' is {dtype} token ids: give vocab "
+                                                        "(here or at the top of the spec)")
+        out.append(InputDesc(name, dtype, tuple(shape), role, vocab, (0,) if values["dynamic_batch"] else ()))
+    return tuple(out)
+
+
+def load_model_spec(name: str) -> ModelSpec:
+    path = MODELS_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in MODELS_DIR.glob("*.yaml")))
+        raise ConfigError(f"models/{name}.yaml", "", f"unknown model {name!r} (known: {known})")
+    data = _read_yaml(path)
+    spec = model_spec_from_dict(data, str(path))
+    if spec.name != name:
+        raise ConfigError(str(path), "name", f"{spec.name!r} does not match the file name {name!r}")
+    return spec
+
+
+def list_models() -> list[str]:
+    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))

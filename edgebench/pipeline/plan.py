@@ -1,0 +1,146 @@
+"""Expand a profile's sweep into RunConfigs; impossible ones are kept WITH the reason they are skipped."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from edgebench.config.profile import Profile
+from edgebench.config.run_config import RunConfig
+from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.models.spec import list_models
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgebench.backends.base import Env
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    cfg: RunConfig
+    skip_reason: str | None  # None = will run
+
+
+def placement_sets(profile: Profile) -> list[tuple[str, ...]]:
+    """Explicit `sweep.placements`, else `sweep.instances` copies of `sweep.accelerator`."""
+    explicit = profile.sweep.get("placements")
+    if explicit:
+        return [tuple(s) for s in explicit]
+    acc = profile.sweep["accelerator"]
+    return [(acc,) * n for n in profile.sweep["instances"]]
+
+
+def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
+    tpi = profile.run["threads_per_instance"]
+    if tpi == "auto":
+        return max(1, cpu_count // instances)
+    return int(tpi)
+
+
+def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | None = None) -> list[int]:
+    """The sweep's batches, or only the batch the model's graph fixes (a model spec with dynamic_batch: false is
+    exported at batch 1; an external ONNX's fixed batch comes in `fixed_batches`). The row says so (batch_note)."""
+    from edgebench.models.spec import load_model_spec
+
+    fixed = (fixed_batches or {}).get(model)
+    if fixed is None and model in set(list_models()):
+        fixed = load_model_spec(model).fixed_batch
+    return [fixed] if fixed is not None else list(profile.sweep["batches"])
+
+
+def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
+           fixed_batches: dict[str, int] | None = None) -> list[PlannedRun]:
+    """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
+    mode, option set, repeat): the power mode is outermost so the board switches once per group of rows.
+
+    `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx). A model whose graph fixes
+    the batch runs at that batch only (`fixed_batches` for external ONNX; model specs say dynamic_batch: false).
+    """
+    from edgebench.backends.registry import get_backend
+
+    models = [onnx_model] if onnx_model else list(profile.sweep["models"])
+    if not onnx_model:
+        known = set(list_models())
+        for m in models:
+            if m not in known:
+                raise ConfigError(profile.source, "sweep.models", f"unknown model {m!r} (known: {', '.join(sorted(known))})")
+    backends = {}
+    for name in profile.sweep["backends"]:
+        try:
+            backends[name] = get_backend(name)
+        except EdgebenchError as exc:
+            raise ConfigError(profile.source, "sweep.backends", str(exc)) from None
+
+    run = profile.run
+    option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.get("option_sets") or [{}])]
+    power_modes: list[str | None] = [str(m) for m in (profile.power.get("modes") or [])] or [None]
+    if power_modes != [None] and not profile.power.get("allow_changes"):
+        raise ConfigError(profile.source, "power.allow_changes",
+                          f"power.modes {power_modes} would change the board's power mode (nvpmodel, needs root); "
+                          "set power.allow_changes: true to allow it")
+    planned: list[PlannedRun] = []
+    batches = {m: model_batches(profile, m, fixed_batches) for m in models}
+    combos = (
+        (pm, m, b, p, batch, pl, mo, o, r)
+        for pm, m, b, p in itertools.product(power_modes, models, backends, profile.sweep["precisions"])
+        for batch, pl, mo, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep["modes"],
+                                                     option_sets, range(run["repeats"]))
+    )
+    for power_mode, model, backend_name, precision, batch, placements, mode, options, repeat in combos:
+        cfg = RunConfig(
+            model=model,
+            backend=backend_name,
+            precision=precision,
+            batch=batch,
+            placements=placements,
+            mode=mode,
+            threads_per_instance=threads_for(profile, len(placements), env.cpu_count),
+            warmup_s=run["warmup_s"],
+            duration_s=run["duration_s"],
+            max_duration_s=run["max_duration_s"],
+            min_inferences=run["min_inferences"],
+            sub_windows=run["sub_windows"],
+            stability_tolerance_pct=run["stability_tolerance_pct"],
+            load_timeout_s=run["load_timeout_s"],
+            barrier_timeout_s=run["barrier_timeout_s"],
+            collect_timeout_s=run["collect_timeout_s"],
+            seed=run["seed"],
+            accuracy_samples=run["accuracy_samples"],
+            repeat=repeat,
+            kernel_profile_steps=run["kernel_profile_steps"],
+            options=options,
+            power_mode=power_mode,
+            rate_hz=run.get("rate_hz"),
+            slo_ms=run.get("slo_ms"),
+            gpu_sharing=run.get("gpu_sharing", "time-slicing"),
+        )
+        planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))
+    return planned
+
+
+def gpu_sharing_skip_reason(cfg: RunConfig) -> str | None:
+    """Why an MPS row cannot run here (None for time-slicing rows and for MPS rows that can)."""
+    if cfg.gpu_sharing != "mps":
+        return None
+    from edgebench.runner.mps import mps_missing_reason
+
+    if not cfg.uses_gpu:
+        return f"gpu_sharing=mps applies to CUDA placements; {cfg.placement} has none"
+    return mps_missing_reason()
+
+
+def describe(planned: list[PlannedRun]) -> str:
+    """The --dry-run text: one line per config, with the reason for every skipped one."""
+    lines = []
+    n_run = sum(1 for p in planned if p.skip_reason is None)
+    lines.append(f"{len(planned)} configurations: {n_run} to run, {len(planned) - n_run} skipped")
+    for i, p in enumerate(planned):
+        c = p.cfg
+        head = (f"{i:3d}  {c.model:<20} {c.backend:<5} {c.precision:<5} b{c.batch:<3} "
+                f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
+        extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
+        extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
+        extra += f" rate={c.rate_hz:g}/s" if c.rate_hz is not None else ""
+        extra += " gpu_sharing=mps" if c.gpu_sharing == "mps" else ""
+        lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""Run folders as the report reads them: rows of results.csv, system.json, profile.yaml, a label.
+
+A run folder is what `edgebench bench` writes (README "What a run writes"). Only results.csv is
+required; a missing or unreadable system.json / profile.yaml is stated in `Run.notes`, never guessed.
+Every row keeps its cells as strings ("" = not measured); `num()` turns one into a float or None.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench.errors import EdgebenchError
+from edgebench.results.schema import STATUSES
+
+CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options")
+_GPU_NOTE = re.compile(r"nvml device \d+: ([^,;|]+)")
+
+
+def num(row: dict[str, Any], name: str) -> float | None:
+    """The float in row[name], or None when the cell is empty or not a number."""
+    value = row.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if out != out else out  # NaN -> None
+
+
+@dataclass
+class Run:
+    path: Path
+    rows: list[dict[str, str]]
+    system: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
+    label: str = ""
+    notes: list[str] = field(default_factory=list)  # stated absences (no system.json, ...)
+
+    @property
+    def run_id(self) -> str:
+        ids = sorted({r.get("run_id", "") for r in self.rows if r.get("run_id")})
+        if ids:
+            return ids[0] if len(ids) == 1 else "+".join(ids)
+        return str((self.system or {}).get("run_id") or self.path.name)
+
+    def device(self) -> str:
+        """What the rows ran on, in words: board model, GPU name (from NVML notes) or CPU model."""
+        system = self.system or {}
+        board = system.get("board") or {}
+        for row in self.rows:
+            m = _GPU_NOTE.search(row.get("telemetry_notes", ""))
+            if m:
+                return m.group(1).strip()
+        if board.get("model"):
+            return str(board["model"])
+        cpu = (system.get("cpu") or {}).get("model")
+        if cpu:
+            return str(cpu)
+        if board.get("dmi_product"):
+            return str(board["dmi_product"])
+        return "unknown device (no system.json)"
+
+    def status_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for row in self.rows:
+            status = row.get("status", "")
+            counts[status] = counts.get(status, 0) + 1
+        return counts
+
+
+def load_run(path: Path | str) -> Run:
+    """Read one run folder; EdgebenchError names the folder when it has no results.csv."""
+    path = Path(path)
+    results = path / "results.csv"
+    if not results.exists():
+        raise EdgebenchError(f"{path}: not a run folder (no results.csv)")
+    with open(results, newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in ("model", "backend", "precision", "batch", "status") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise EdgebenchError(f"{results}: missing column(s) {', '.join(missing)}")
+        rows = [dict(r) for r in reader]
+    run = Run(path=path, rows=rows)
+    system_path = path / "system.json"
+    if system_path.exists():
+        try:
+            run.system = json.loads(system_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            run.notes.append(f"{system_path}: unreadable ({exc})")
+    else:
+        run.notes.append(f"{system_path.name} absent: system info not recorded for this run")
+    profile_path = path / "profile.yaml"
+    if profile_path.exists():
+        try:
+            import yaml
+
+            run.profile = yaml.safe_load(profile_path.read_text()) or {}
+        except Exception as exc:  # noqa: BLE001 - an unreadable profile is reported, not fatal
+            run.notes.append(f"{profile_path}: unreadable ({type(exc).__name__}: {exc})")
+    else:
+        run.notes.append(f"{profile_path.name} absent: profile not recorded for this run")
+    return run
+
+
+def profile_name(run: Run) -> str:
+    return str((run.profile or {}).get("name") or (run.system or {}).get("profile") or "")
+
+
+def load_runs(paths: list[Path | str]) -> list[Run]:
+    """Runs in the given order, each labelled '<profile> on <device>'; repeated labels get the run id."""
+    runs = [load_run(p) for p in paths]
+    for run in runs:
+        prof = profile_name(run)
+        run.label = f"{prof} on {run.device()}" if prof else run.device()
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    for run in runs:
+        if seen[run.label] > 1:
+            run.label = f"{run.label} [{run.run_id}]"
+    labels = [r.label for r in runs]
+    for i, run in enumerate(runs):  # the same folder given twice
+        if labels.count(run.label) > 1:
+            run.label = f"{run.label} #{i + 1}"
+    return runs

@@ -1,0 +1,235 @@
+"""results.csv as an append-only, crash-safe row store, and --resume.
+
+Every row is one physical line, written with a single write() of the whole line, then flushed
+and fsynced; the file is created (header included) by an atomic rename and its directory is
+fsynced. A killed sweep therefore loses at most the row being written, and what it leaves is a
+last line without its newline, which `ResultsStore.resume` moves to results.partial.txt (kept,
+never silently dropped).
+
+Cell formatting:
+  None, NaN      -> ""      (not measured; never 0)
+  float          -> repr()  the shortest text that reads back as the identical float, so a
+                            number recomputed from the CSV equals the one the harness had;
+                            it stays short for short values (0.1 -> "0.1"). Rounding for
+                            display is the report's job, not the store's.
+  bool           -> "true" / "false"
+  list / tuple   -> items formatted as above, joined with ';'
+  str            -> as is, line breaks replaced by " | " (one row = one line)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from edgebench.errors import EdgebenchError
+from edgebench.results.schema import COLUMN_NAMES
+
+RESULTS = "results.csv"
+ATTEMPTS = "attempts.csv"
+PARTIAL = "results.partial.txt"
+DONE_STATUSES = ("ok", "invalid", "skipped")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def format_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
+        value = value.item()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else float.__repr__(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ";".join(format_cell(v) for v in value)
+    if isinstance(value, dict):
+        raise ValueError("a mapping cannot be stored in one results.csv cell")
+    return _LINE_BREAK.sub(" | ", str(value))
+
+
+def _csv_line(cells: Iterable[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(list(cells))
+    return buf.getvalue()
+
+
+HEADER_LINE = _csv_line(COLUMN_NAMES)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _append_fsync(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        _write_all(fd, text.encode())
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _split_lines(text: str) -> tuple[list[str], str]:
+    """(complete lines, each ending in "\n"; the text after the last "\n", i.e. a torn line)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]], parts[-1]
+
+
+def _cells(line: str) -> list[str]:
+    return next(csv.reader([line]), [])
+
+
+class ResultsStore:
+    """Rows of one run in <run_dir>/results.csv, columns from report.schema.COLUMNS."""
+
+    def __init__(self, run_dir: Path | str) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / RESULTS
+        self.attempts_path = self.run_dir / ATTEMPTS
+        self.partial_path = self.run_dir / PARTIAL
+        # filled by resume(): what it found and moved
+        self.resume_report: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Write one row (unknown keys are an error; missing ones are left empty) and fsync it."""
+        unknown = [k for k in row if k not in COLUMN_NAMES]
+        if unknown:
+            raise ValueError(f"{self.path}: unknown results column(s): {', '.join(map(str, unknown))}")
+        cells = []
+        for name in COLUMN_NAMES:
+            try:
+                cells.append(format_cell(row.get(name)))
+            except ValueError as exc:
+                raise ValueError(f"{self.path}: column {name!r}: {exc}") from None
+        self._ensure_file(self.path)
+        _append_fsync(self.path, _csv_line(cells).encode())
+
+    def _ensure_file(self, path: Path) -> None:
+        """Create `path` with the header by an atomic rename, or check the header it has."""
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, newline="") as fh:
+                first = fh.readline()
+            if first != HEADER_LINE:
+                raise EdgebenchError(
+                    f"{path}: header differs from this edgebench's columns (written by another version?); "
+                    "start a new run directory"
+                )
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _replace_atomic(path, HEADER_LINE)
+
+    # ------------------------------------------------------------------ reading
+
+    def rows(self) -> list[dict[str, str]]:
+        """Complete rows of results.csv as strings ("" = empty); a partial last line is not a row."""
+        return self._read(self.path)[0]
+
+    def attempt_rows(self) -> list[dict[str, str]]:
+        """Rows moved out of results.csv by resume() (failed attempts, kept for the record)."""
+        return self._read(self.attempts_path)[0]
+
+    def done_hashes(self) -> set[str]:
+        """config_hash of every row that needs no re-run: status ok, invalid or skipped."""
+        return {r["config_hash"] for r in self.rows() if r.get("status") in DONE_STATUSES and r.get("config_hash")}
+
+    def _read(self, path: Path) -> tuple[list[dict[str, str]], str]:
+        """(complete rows, partial last line). Rows are parsed line by line (one row = one line)."""
+        if not path.exists():
+            return [], ""
+        with open(path, newline="") as fh:
+            text = fh.read()
+        lines, partial = _split_lines(text)
+        if lines and lines[0] != HEADER_LINE:
+            raise EdgebenchError(f"{path}: header differs from this edgebench's columns; start a new run directory")
+        rows = [_cells(line) for line in lines[1:]]
+        return [dict(zip(COLUMN_NAMES, c, strict=True)) for c in rows if len(c) == len(COLUMN_NAMES)], partial
+
+    # ------------------------------------------------------------------ resume
+
+    @classmethod
+    def resume(cls, run_dir: Path | str) -> ResultsStore:
+        """Open an existing run for --resume and repair it.
+
+        - a last line without its newline (killed mid-write) goes to results.partial.txt;
+          so does any complete line with the wrong number of cells;
+        - rows with status "failed" go to attempts.csv (they will be re-run);
+        - results.csv is rewritten atomically (temp + rename) with the remaining lines, verbatim.
+        """
+        store = cls(run_dir)
+        report = {"kept": 0, "failed_moved": 0, "partial_lines": 0}
+        store.resume_report = report
+        if not store.path.exists():
+            return store
+        with open(store.path, newline="") as fh:
+            text = fh.read()
+        lines, torn = _split_lines(text)
+        broken: list[str] = [torn] if torn else []
+        if not lines:  # nothing but a torn header (cannot happen: the header is renamed in)
+            if broken:
+                _append_fsync(store.partial_path, (broken[0] + "\n").encode())
+                report["partial_lines"] = 1
+            _replace_atomic(store.path, HEADER_LINE)
+            return store
+        if lines[0] != HEADER_LINE:
+            raise EdgebenchError(
+                f"{store.path}: header differs from this edgebench's columns; cannot resume this run directory"
+            )
+        keep: list[str] = []
+        failed: list[str] = []
+        for line in lines[1:]:
+            cells = _cells(line)
+            if len(cells) != len(COLUMN_NAMES):
+                broken.append(line.rstrip("\n"))
+            elif dict(zip(COLUMN_NAMES, cells, strict=True))["status"] == "failed":
+                failed.append(line)
+            else:
+                keep.append(line)
+        # Save what leaves results.csv first: a kill in between duplicates, never loses.
+        if broken:
+            _append_fsync(store.partial_path, "".join(b + "\n" for b in broken).encode())
+        if failed:
+            store._ensure_file(store.attempts_path)
+            _append_fsync(store.attempts_path, "".join(failed).encode())
+        if broken or failed:
+            _replace_atomic(store.path, HEADER_LINE + "".join(keep))
+        report.update(kept=len(keep), failed_moved=len(failed), partial_lines=len(broken))
+        return store

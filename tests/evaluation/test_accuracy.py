@@ -1,0 +1,106 @@
+"""Accuracy against the FP32 reference: metrics on known arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgebench.evaluation.accuracy import accuracy_inputs, compare
+
+
+def test_identical_outputs_agree_fully():
+    ref = np.random.default_rng(0).standard_normal((8, 10)).astype(np.float32)
+    a = compare(ref.copy(), ref)
+    assert a.top1_agreement_pct == 100.0 and a.max_abs_err == 0.0 and a.cosine_min == pytest.approx(1.0)
+
+
+def test_known_disagreement_is_measured():
+    ref = np.zeros((4, 3), dtype=np.float32)
+    ref[:, 0] = 1.0  # every sample: class 0
+    out = ref.copy()
+    out[1] = [0.0, 2.0, 0.0]  # sample 1 flips to class 1 (orthogonal: cosine 0)
+    out[2, 0] = 1.5  # sample 2 keeps class 0, error 0.5
+    a = compare(out, ref)
+    assert a.top1_agreement_pct == 75.0
+    assert a.max_abs_err == pytest.approx(2.0)
+    assert a.cosine_min == pytest.approx(0.0, abs=1e-9)
+    assert a.samples == 4
+
+
+def test_shape_mismatch_is_an_error_and_inputs_are_seeded():
+    with pytest.raises(ValueError, match="differs from the FP32 reference"):
+        compare(np.zeros((2, 10)), np.zeros((2, 11)))
+    x = accuracy_inputs((3, 4, 4), 5, seed=1)
+    assert x.shape == (5, 3, 4, 4) and x.dtype == np.float32
+    assert np.array_equal(x, accuracy_inputs((3, 4, 4), 5, seed=1))
+    assert not np.array_equal(x, accuracy_inputs((3, 4, 4), 5, seed=2))
+
+
+# ------------------------------------------------------------------ several named outputs
+
+def test_every_output_is_compared_top1_only_for_class_scores():
+    from edgebench.evaluation.accuracy import compare_outputs, row_fields
+
+    rng = np.random.default_rng(1)
+    ref = {"boxes": rng.standard_normal((4, 6, 4)).astype(np.float32),
+           "scores": rng.standard_normal((4, 5)).astype(np.float32),
+           "objectness": rng.standard_normal((4, 6)).astype(np.float32)}
+    got = {k: v.copy() for k, v in ref.items()}
+    got["boxes"][0, 0, 0] += 0.5
+    got["scores"][2] = -got["scores"][2]  # flips sample 2's class, cosine -1
+    agreements = compare_outputs(got, ref, num_classes=5)
+    by = {a.name: a for a in agreements}
+    assert by["boxes"].max_abs_err == pytest.approx(0.5) and by["boxes"].top1_agreement_pct is None
+    assert by["scores"].top1_agreement_pct == 75.0 and by["scores"].cosine_min == pytest.approx(-1.0)
+    assert by["objectness"].top1_agreement_pct is None  # [N, 6] is not a [N, num_classes] score vector
+    fields = row_fields(agreements)
+    assert fields["accuracy_outputs"] == "boxes;scores;objectness"
+    assert fields["accuracy_cosine_min"] == pytest.approx(-1.0) and fields["accuracy_max_abs_err"] >= 0.5
+    assert fields["accuracy_top1_agreement_pct"] == 75.0
+    assert "scores: cos_min=-1.000000" in fields["accuracy_per_output"] and "top1=75%" in fields["accuracy_per_output"]
+
+
+def test_missing_or_reshaped_outputs_are_noted_not_raised():
+    from edgebench.evaluation.accuracy import compare_outputs, row_fields
+
+    ref = {"a": np.ones((2, 3), np.float32), "b": np.ones((2, 3), np.float32)}
+    agreements = compare_outputs({"a": np.ones((2, 4), np.float32)}, ref)
+    assert [a.note for a in agreements] == ["shape [2, 4] differs from the FP32 reference [2, 3]",
+                                            "not returned by the backend"]
+    assert row_fields(agreements)["accuracy_outputs"] is None
+
+
+def test_reference_runs_a_fixed_batch_1_graph_in_chunks(tmp_path):
+    """Issue 9: the FP32 reference fed every accuracy sample as one batch, which a graph fixed at batch 1 rejects."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from edgebench.evaluation.accuracy import reference_outputs, reference_outputs_all
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    m = helper.make_tensor_value_info("m", TensorProto.INT64, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Cast", ["m"], ["mf"], to=TensorProto.FLOAT), helper.make_node("Mul", ["x", "mf"], ["y"]),
+             helper.make_node("Neg", ["x"], ["z"])]
+    model = helper.make_model(helper.make_graph(nodes, "fixed", [x, m], [y, z]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "fixed1.onnx"
+    onnx.save(model, path)
+    xs = np.arange(20, dtype=np.float32).reshape(5, 4)
+    out = reference_outputs_all(str(path), {"x": xs, "m": np.full((5, 4), 2, np.int64)})
+    assert list(out) == ["y", "z"] and out["y"].shape == (5, 4)
+    np.testing.assert_array_equal(out["y"], xs * 2)
+    np.testing.assert_array_equal(out["z"], -xs)
+    with pytest.raises(Exception, match="m"):  # the one-input form on a two-input graph still fails loudly
+        reference_outputs(str(path), "x", xs)
+
+
+def test_per_anchor_vector_beside_per_anchor_tensor_is_not_a_class_score():
+    from edgebench.evaluation.accuracy import compare_outputs
+
+    ref = {"boxes": np.ones((2, 6, 4), np.float32), "objectness": np.eye(2, 6, dtype=np.float32),
+           "logits": np.eye(2, 3, dtype=np.float32)}
+    by = {a.name: a for a in compare_outputs(ref, ref)}
+    assert by["objectness"].top1_agreement_pct is None and by["logits"].top1_agreement_pct == 100.0

@@ -1,0 +1,73 @@
+"""Sweep expansion: every combination, in order, impossible ones skipped WITH a reason."""
+
+from __future__ import annotations
+
+from edgebench.backends.base import Env
+from edgebench.config.profile import load_profile
+from edgebench.pipeline.plan import describe, expand, placement_sets
+
+CPU_ENV = Env(cpu_count=4, machine="x86_64", ort_version="1.31", ort_providers=("CPUExecutionProvider",))
+
+
+def test_host_profile_expands_with_fp16_skipped_with_reason():
+    prof = load_profile("host")
+    planned = expand(prof, CPU_ENV)
+    n = len(prof.sweep["models"]) * len(prof.sweep["precisions"]) * len(prof.sweep["batches"]) * len(prof.sweep["instances"])
+    assert len(planned) == n
+    fp16 = [p for p in planned if p.cfg.precision == "fp16"]
+    assert fp16 and all(p.skip_reason and "float16" in p.skip_reason for p in fp16)
+    runnable = [p for p in planned if p.skip_reason is None]
+    assert {p.cfg.precision for p in runnable} == {"fp32", "int8"}
+    # threads auto: cores split between instances
+    assert {(p.cfg.instances, p.cfg.threads_per_instance) for p in runnable} == {(1, 4), (2, 2)}
+    text = describe(planned)
+    assert f"{len(planned)} configurations: {len(runnable)} to run, {len(fp16)} skipped" in text
+    assert text.count("SKIP:") == len(fp16)
+
+
+def test_impossible_placements_and_missing_runtime_are_skipped_not_crashed():
+    prof = load_profile("host")
+    prof = prof.with_overrides("sweep", placements=[["cpu"], ["dla0"], ["cuda:0", "cuda:0"]], precisions=["fp32"])
+    assert placement_sets(prof) == [("cpu",), ("dla0",), ("cuda:0", "cuda:0")]
+    planned = {p.cfg.placement: p for p in expand(prof, CPU_ENV) if p.cfg.model == "resnet18"}
+    assert planned["cpu"].skip_reason is None
+    assert "DLA needs the trt backend" in planned["dla0"].skip_reason
+    assert "CUDAExecutionProvider is not available" in planned["cuda:0+cuda:0"].skip_reason
+    no_ort = Env(cpu_count=2, machine="x86_64", ort_missing_reason="onnxruntime is not installed")
+    assert all(p.skip_reason == "onnxruntime is not installed" for p in expand(prof, no_ort))
+
+
+def test_runtime_precisions_are_not_ort_cpu_precisions():
+    prof = load_profile("host").with_overrides("sweep", precisions=["tf32", "amp"])
+    reasons = {p.cfg.precision: p.skip_reason for p in expand(prof, CPU_ENV)}
+    assert "amp is a runtime mode of the torch/TensorRT backends" in reasons["amp"]
+    assert "tf32 is a CUDA math mode" in reasons["tf32"]
+
+
+def test_unknown_model_or_backend_in_profile_names_the_field():
+    import pytest
+
+    from edgebench.errors import ConfigError
+
+    prof = load_profile("host").with_overrides("sweep", models=["resnet18", "vgg99"])
+    with pytest.raises(ConfigError, match=r"'sweep.models': unknown model 'vgg99'"):
+        expand(prof, CPU_ENV)
+    prof = load_profile("host").with_overrides("sweep", backends=["tensorflow"])
+    with pytest.raises(ConfigError, match=r"'sweep.backends'.*tensorflow"):
+        expand(prof, CPU_ENV)
+
+
+def test_option_sets_and_repeats_multiply_rows_with_distinct_hashes():
+    prof = load_profile("host").with_overrides("sweep", models=["resnet18"], precisions=["fp32"],
+                                               instances=[1], option_sets=[{}, {"cuda_graph": True}])
+    prof = prof.with_overrides("run", repeats=3)
+    planned = expand(prof, CPU_ENV)
+    assert len(planned) == 2 * 3
+    assert len({p.cfg.config_hash() for p in planned}) == 6
+    assert sorted({p.cfg.repeat for p in planned}) == [0, 1, 2]
+    with_opts = [p for p in planned if p.cfg.options]
+    assert len(with_opts) == 3 and all(dict(p.cfg.options) == {"cuda_graph": True} for p in with_opts)
+    # ort takes only ort_provider: those rows are skipped with the reason, the plain ones run
+    assert all("takes only the option ort_provider (got cuda_graph)" in p.skip_reason for p in with_opts)
+    assert all(p.skip_reason is None for p in planned if not p.cfg.options)
+    assert "/cuda_graph=True/r2" in with_opts[-1].cfg.label()

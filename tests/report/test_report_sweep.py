@@ -1,0 +1,174 @@
+"""`edgebench report` on a real run folder: a null-backend sweep run through the CLI (seconds).
+
+The figure data is checked against results.csv read independently with the csv module, the power
+timeline's shaded window against the row's window_s, and every figure/table file against the summary.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from edgebench.cli import main
+
+PROFILE = """\
+name: reportnull
+extends: base
+description: null-backend sweep for the report tests
+sweep:
+  models: [tiny_cnn]
+  backends: ["null"]
+  precisions: [fp32, fp16]
+  batches: [1, 4]
+  instances: [1, 2]
+  modes: [streams]
+  option_sets: [{sleep_s: 0.002}]
+run:
+  warmup_s: 0.05
+  duration_s: 0.25
+  max_duration_s: 2.0
+  min_inferences: 50
+  accuracy_samples: 0
+  stability_tolerance_pct: 60.0
+telemetry:
+  samplers: [host]
+  interval_s: 0.05
+"""
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("torch", reason="the sweep exports tiny_cnn to ONNX with torch (pip install 'edgebench[export]')")
+    pytest.importorskip("psutil", reason="the host sampler needs psutil")
+    base = tmp_path_factory.mktemp("report-sweep")
+    (base / "reportnull.yaml").write_text(PROFILE)
+    rc = main(["--cache", str(base / "cache"), "bench", "--device", str(base / "reportnull.yaml"),
+               "--out", str(base / "runs")])
+    assert rc == 0
+    (run,) = (base / "runs").iterdir()
+    return run
+
+
+@pytest.fixture(scope="module")
+def csv_rows(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / "results.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_throughput_figure_plots_exactly_the_rows_of_results_csv(run_dir, csv_rows):
+    from edgebench.report.plots import throughput_vs_batch
+    from edgebench.results.runs import load_runs
+
+    figures = {f.name: f for f in throughput_vs_batch(load_runs([run_dir]))}
+    assert set(figures) == {"throughput_vs_batch_tiny_cnn_null_n1_streams_sleep_s-0.002",
+                            "throughput_vs_batch_tiny_cnn_null_n2_streams_sleep_s-0.002"}
+    for n in ("1", "2"):
+        fig = next(f for f in figures.values() if f"_n{n}_" in f.name)
+        for precision in ("fp32", "fp16"):
+            series = next(s for s in fig.series if s.label == precision)
+            expected = sorted((float(r["batch"]), float(r["throughput_ips"]), r["status"]) for r in csv_rows
+                              if r["instances"] == n and r["precision"] == precision)
+            assert sorted((p.x, p.y, p.status) for p in series.points) == expected
+            ok = {x: y for x, y, st in expected if st == "ok"}
+            assert dict(zip(series.line_x, series.line_y)) == ok  # the line joins ok rows only
+        assert fig.x_ticks == [1.0, 4.0]
+        assert fig.counts.get("ok", 0) + fig.counts.get("invalid", 0) == 4
+
+
+def test_scaling_figure_has_a_linear_reference_from_one_instance(run_dir, csv_rows):
+    from edgebench.report.plots import throughput_vs_instances
+    from edgebench.results.runs import load_runs
+
+    figs = throughput_vs_instances(load_runs([run_dir]))
+    assert len(figs) == 4  # 2 precisions x 2 batches, each at 1 and 2 instances
+    for fig in figs:
+        (s,) = fig.series
+        if not s.line_x or s.line_x[0] != 1.0:
+            continue  # the 1-instance row was invalid: no reference from it (stated by the hollow marker)
+        (ref,) = fig.references
+        t1 = s.line_y[0]
+        assert ref.line_x == [1.0, 2.0] and ref.line_y == pytest.approx([t1, 2 * t1])
+
+
+def test_power_timeline_shades_the_rows_window_and_states_a_missing_power_channel(run_dir, csv_rows):
+    from edgebench.report.plots import power_timeline
+    from edgebench.results.runs import load_runs
+
+    (run,) = load_runs([run_dir])
+    row = next(r for r in run.rows if r["instances"] == "2")
+    fig = power_timeline(run, row)
+    assert fig.absent_reason is None
+    ((x0, x1, label),) = fig.spans
+    assert "window" in label
+    assert x1 - x0 == pytest.approx(float(row["window_s"]), abs=1e-6)  # the overlap window the row's numbers use
+    header = (run_dir / row["artifact_dir"] / "telemetry_host.csv").read_text().splitlines()[0]
+    util = next(s for s in fig.series if s.label == "host cpu_util")
+    assert util.line_y and all(0 <= v <= 100 for v in util.line_y)
+    if "power_total_mw[mW]" in header:  # RAPL readable here: power in W on the first panel
+        power = next(s for s in fig.series if s.label == "host power_total")
+        assert power.panel == 0 and fig.y_labels[0] == "power (W)"
+    else:
+        assert fig.y_labels == ["utilization (%)"]
+        assert any(c.startswith("no power reading in telemetry_host.csv") for c in fig.caption)
+
+
+def test_report_cli_writes_every_figure_and_table_and_links_them(run_dir, tmp_path):
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install 'edgebench[report]')")
+    out = tmp_path / "rep"
+    assert main(["report", str(run_dir), "--out", str(out), "--max-timelines", "2"]) == 0
+    summary = (out / "summary.md").read_text()
+    html = (out / "summary.html").read_text()
+    figures = sorted((out / "figures").iterdir())
+    tables = sorted((out / "tables").iterdir())
+    assert {p.name for p in tables} == {f"{t}.{e}" for t in ("results", "speedup", "scaling") for e in ("csv", "md", "tex")}
+    pngs = [p for p in figures if p.suffix == ".png"]
+    # 2 throughput-vs-batch, 2 latency, 4 scaling, 2 timelines (capped); no energy (null backend, host sampler)
+    assert len(pngs) == 10, [p.name for p in pngs]
+    for path in figures + tables:
+        assert path.stat().st_size > 0
+        rel = path.relative_to(out).as_posix()
+        assert rel in summary and rel in html, rel
+    for png in pngs:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / "figures" / f"{png.stem}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "not drawn (--max-timelines 2)" in summary
+    assert "Energy per inference: not drawn" in summary and "energy_source" in summary
+
+
+def test_missing_telemetry_is_stated_not_a_crash(run_dir, tmp_path):
+    from edgebench.report.summary import build_report
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    with open(copy / "results.csv", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    for tel in (copy / first["artifact_dir"]).glob("telemetry_*.csv"):
+        tel.unlink()
+    rep = build_report([copy], tmp_path / "rep", max_timelines=1, formats=("png",))
+    fig = next(f for f in rep.figures if f.name == f"power_timeline_row{int(first['row_index']):04d}")
+    assert fig.absent_reason is not None and "no telemetry_*.csv" in fig.absent_reason and not fig.files
+    assert fig.absent_reason in (tmp_path / "rep" / "summary.md").read_text()
+    # the next row still gets its timeline (matplotlib present) or the summary says why none was drawn
+    assert any(f.files for f in rep.figures if f.name.startswith("power_timeline")) or rep.figures_note
+
+
+def test_window_comes_from_latencies_not_the_measure_phase(run_dir):
+    """The shaded span must be [latest instance start, earliest instance end] of latencies.csv.gz."""
+    from edgebench.report.timeline_plots import _overlap_window
+
+    with open(run_dir / "results.csv", newline="") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["instances"] == "2")
+    starts: dict[str, list[int]] = {}
+    ends: dict[str, list[int]] = {}
+    with gzip.open(run_dir / row["artifact_dir"] / "latencies.csv.gz", "rt") as fh:
+        for rec in csv.DictReader(fh):
+            starts.setdefault(rec["instance"], []).append(int(rec["start_ns"]))
+            ends.setdefault(rec["instance"], []).append(int(rec["end_ns"]))
+    w0 = max(min(v) for v in starts.values())
+    w1 = min(max(v) for v in ends.values())
+    assert _overlap_window(run_dir / row["artifact_dir"]) == (w0, w1)
+    assert (w1 - w0) / 1e9 == pytest.approx(float(row["window_s"]), abs=1e-9)

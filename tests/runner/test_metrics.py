@@ -1,0 +1,151 @@
+"""Metrics on synthetic timestamps: overlap window, percentiles, sample floors, stability, verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from edgebench.config.run_config import RunConfig
+from edgebench.runner.metrics import MIN_INFERENCES_FOR, judge, summarize
+
+MS = 1_000_000  # ns
+
+
+@dataclass
+class Stamps:
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+
+
+def periodic(first_ns: int, period_ns: int, busy_ns: int, count: int) -> Stamps:
+    start = first_ns + period_ns * np.arange(count, dtype=np.int64)
+    return Stamps(start, start + busy_ns)
+
+
+def cfg(**kw) -> RunConfig:
+    base = dict(model="m", backend="null", precision="fp32", batch=1, placements=("cpu",),
+                duration_s=1.0, max_duration_s=10.0, min_inferences=10, sub_windows=5,
+                stability_tolerance_pct=15.0)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def test_overlap_window_of_staggered_instances_counts_only_inferences_inside():
+    a = periodic(0, 10 * MS, 5 * MS, 100)  # 0 .. 995 ms
+    b = periodic(100 * MS, 10 * MS, 5 * MS, 110)  # 100 .. 1195 ms
+    s = summarize([a, b], batch=4, sub_windows=5)
+    assert s.window_start_ns == 100 * MS  # latest first start
+    assert s.window_end_ns == 995 * MS  # earliest last end
+    assert s.window_s == pytest.approx(0.895)
+    # starts 100, 110, ..., 990 ms from each instance end by 995 ms: 90 each
+    assert s.inferences == 180
+    assert s.samples == 720
+    assert s.throughput_ips == pytest.approx(720 / 0.895)
+    assert s.per_instance_ips == pytest.approx([360 / 0.895, 360 / 0.895])
+
+
+def test_inference_straddling_the_window_edge_is_not_counted():
+    a = Stamps(np.array([0, 10, 20], dtype=np.int64) * MS, np.array([8, 18, 28], dtype=np.int64) * MS)
+    b = Stamps(np.array([5, 15], dtype=np.int64) * MS, np.array([13, 23], dtype=np.int64) * MS)
+    s = summarize([a, b], batch=1, sub_windows=2)
+    # window [5, 23] ms: a's [10, 18] and b's two inferences; a's [0, 8] starts early, [20, 28] ends late
+    assert (s.window_start_ns, s.window_end_ns) == (5 * MS, 23 * MS)
+    assert s.inferences == 3
+
+
+def test_latency_percentiles_match_known_values():
+    lat_us = np.arange(1, 1001, dtype=np.int64)  # 1 .. 1000 us
+    rng = np.random.default_rng(0)
+    rng.shuffle(lat_us)
+    start = 2 * MS * np.arange(1000, dtype=np.int64)
+    s = summarize([Stamps(start, start + lat_us * 1000)], batch=1, sub_windows=5)
+    assert s.inferences == 1000
+    lat = s.latency_ms
+    assert lat["mean"] == pytest.approx(0.5005)
+    assert lat["p50"] == pytest.approx(0.5005)  # linear interpolation between 500 and 501 us
+    assert lat["p90"] == pytest.approx(0.90010)
+    assert lat["p95"] == pytest.approx(0.95005)
+    assert lat["p99"] == pytest.approx(0.99001)
+    assert lat["max"] == pytest.approx(1.0)
+    assert lat["min"] == pytest.approx(0.001)
+
+
+def test_sample_floors_follow_mlperf():
+    assert MIN_INFERENCES_FOR["p90"] == 64
+    assert MIN_INFERENCES_FOR["p99"] == 662
+
+
+@pytest.mark.parametrize("count, p90_given, p99_given", [(63, False, False), (64, True, False),
+                                                        (661, True, False), (662, True, True)])
+def test_percentiles_without_enough_inferences_are_none(count, p90_given, p99_given):
+    s = summarize([periodic(0, 2 * MS, MS, count)], batch=1, sub_windows=5)
+    assert s.inferences == count
+    assert (s.latency_ms["p90"] is not None) == p90_given
+    assert (s.latency_ms["p99"] is not None) == p99_given
+    assert s.latency_ms["p50"] == pytest.approx(1.0)  # always backed here (>= 10)
+
+
+def test_steady_throughput_is_stable():
+    s = summarize([periodic(0, 10 * MS, 10 * MS, 100)], batch=1, sub_windows=5)
+    assert s.subwindow_ips == pytest.approx([100.0] * 5, rel=1e-3)
+    assert s.stability_pct < 0.5
+
+
+def test_slow_sub_window_is_detected():
+    # 100 ips for 1 s, then 50 ips for 0.25 s, then 100 ips for 1 s: sub-windows of 0.45 s
+    fast1 = periodic(0, 10 * MS, 10 * MS, 100)
+    slow = periodic(1000 * MS, 20 * MS, 20 * MS, 12)  # ends at 1240 ms
+    fast2 = periodic(1240 * MS, 10 * MS, 10 * MS, 100)
+    stamps = Stamps(np.concatenate([fast1.start_ns, slow.start_ns, fast2.start_ns]),
+                    np.concatenate([fast1.end_ns, slow.end_ns, fast2.end_ns]))
+    s = summarize([stamps], batch=1, sub_windows=5)
+    assert len(s.subwindow_ips) == 5
+    assert max(s.subwindow_ips) == pytest.approx(100.0, rel=1e-3)
+    # third sub-window [896, 1344] ms: 10.4 + 12 + 10.4 inferences -> 73.2 ips; mean 94.6 ips
+    assert min(s.subwindow_ips) == pytest.approx(32.8 / 0.448, rel=1e-3)
+    mean = (400 + 32.8 / 0.448) / 5
+    assert s.stability_pct == pytest.approx((mean - 32.8 / 0.448) / mean * 100, rel=1e-3)  # 22.6 %
+    assert judge(s, cfg(stability_tolerance_pct=5.0))[0] == "invalid"
+
+
+def test_instance_without_inferences_gives_an_empty_window():
+    empty = Stamps(np.empty(0, np.int64), np.empty(0, np.int64))
+    s = summarize([periodic(0, MS, MS, 10), empty], batch=1, sub_windows=5)
+    assert (s.window_s, s.inferences, s.throughput_ips) == (0.0, 0, 0.0)
+    assert s.latency_ms["p50"] is None
+    status, reason = judge(s, cfg())
+    assert status == "invalid" and "window 0.0 s shorter than required 1.0 s" in reason
+
+
+def test_judge_accepts_a_good_window():
+    s = summarize([periodic(0, 10 * MS, 10 * MS, 100)], batch=1, sub_windows=5)
+    assert judge(s, cfg(duration_s=1.0, min_inferences=100)) == ("ok", "")
+
+
+def test_judge_names_a_short_window():
+    s = summarize([periodic(0, 10 * MS, 10 * MS, 100)], batch=1, sub_windows=5)
+    assert judge(s, cfg(duration_s=5.0, min_inferences=10)) == (
+        "invalid", "window 1.0 s shorter than required 5.0 s")
+
+
+def test_judge_names_too_few_inferences():
+    s = summarize([periodic(0, 10 * MS, 10 * MS, 310)], batch=1, sub_windows=5)
+    assert judge(s, cfg(duration_s=3.0, min_inferences=662)) == (
+        "invalid", "only 310 inferences in the window; p99 needs 662")
+    assert judge(s, cfg(duration_s=3.0, min_inferences=500))[1] == (
+        "only 310 inferences in the window; min_inferences is 500")
+
+
+def test_judge_joins_several_reasons():
+    # 100 ips for 0.8 s, then 25 ips for 0.2 s: the last fifth is 71% below the mean
+    fast = periodic(0, 10 * MS, 10 * MS, 80)
+    slow = periodic(800 * MS, 40 * MS, 40 * MS, 5)
+    stamps = Stamps(np.concatenate([fast.start_ns, slow.start_ns]), np.concatenate([fast.end_ns, slow.end_ns]))
+    s = summarize([stamps], batch=1, sub_windows=5)
+    status, reason = judge(s, cfg(duration_s=5.0, min_inferences=662))
+    assert status == "invalid"
+    assert reason == ("window 1.0 s shorter than required 5.0 s; "
+                      "only 85 inferences in the window; p99 needs 662; "
+                      "throughput unstable across 5 sub-windows: 71% from the mean")
