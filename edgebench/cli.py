@@ -15,6 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgebench.atomic_files import write_json_atomic
+from edgebench.backends.base import Env
+from edgebench.commands.console import progress_line, start_line, summary_table
+from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
     EXIT_PARTIAL,
     add_accuracy_arguments,
@@ -27,6 +31,27 @@ from edgebench.commands.options import (
     positive_int,
     seconds,
 )
+from edgebench.config.profile import Profile, list_profiles, load_profile
+from edgebench.config.shapes import parse_shapes
+from edgebench.device.system import collect_system_info
+from edgebench.errors import EdgebenchError
+from edgebench.models.artifacts import Artifacts
+from edgebench.models.export import export_onnx, load_external_onnx
+from edgebench.models.inputs import load_data
+from edgebench.models.precision import onnx_spec, resolved_spec
+from edgebench.models.spec import load_model_spec
+from edgebench.pipeline.idle import idle_baseline
+from edgebench.pipeline.model_cache import ModelCache
+from edgebench.pipeline.plan import describe, expand
+from edgebench.pipeline.slo_search import run_slo_searches
+from edgebench.pipeline.sweep import new_run_id, run_sweep
+from edgebench.remote.command import main as remote_main
+from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
+from edgebench.report.summary import build_report
+from edgebench.report.summary import describe as describe_report
+from edgebench.results.rundir import create_run_dir, out_dir_problem
+from edgebench.results.runlock import RunLock
+from edgebench.results.store import ResultsStore
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
@@ -99,7 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    from edgebench.errors import EdgebenchError
 
     try:
         handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
@@ -123,20 +147,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cache(args: argparse.Namespace) -> Any:
-    from edgebench.models.artifacts import Artifacts
-
     return Artifacts(args.cache)
 
 
 def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
     import yaml
 
-    from edgebench.device.system import collect_system_info
-    from edgebench.errors import EdgebenchError
-    from edgebench.models.artifacts import write_json_atomic
-    from edgebench.results.rundir import create_run_dir
-    from edgebench.results.runlock import RunLock
-    from edgebench.results.store import ResultsStore
 
     run_dir = create_run_dir(out, run_id)  # unique even for two sweeps started in the same second
     args.run_lock = RunLock(run_dir).acquire()  # released by _sweep when the sweep ends, however it ends
@@ -175,9 +191,6 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
 
 def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
                   onnx_specs: dict | None = None) -> int:
-    from edgebench.commands.console import progress_line, start_line, summary_table
-    from edgebench.pipeline.sweep import ModelCache, idle_baseline, run_sweep
-
     models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {},
                         accuracy=dict(profile.accuracy),
                         shapes=dict(profile.sweep.get("shapes") or {}))
@@ -185,8 +198,6 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each
-        from edgebench.backends.base import Env
-        from edgebench.pipeline.slo_search import run_slo_searches
 
         run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                          on_start=start_line, idle_power_w=idle_w)
@@ -207,12 +218,6 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
 
 
 def _resume(args: argparse.Namespace, env: Any) -> int:
-    from edgebench.config.profile import load_profile
-    from edgebench.errors import EdgebenchError
-    from edgebench.pipeline.plan import describe, expand
-    from edgebench.results.runlock import RunLock
-    from edgebench.results.store import ResultsStore
-
     given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS if getattr(args, name, None) is not None]
     if given:
         raise EdgebenchError(
@@ -245,11 +250,6 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from edgebench.backends.base import Env
-    from edgebench.config.profile import load_profile
-    from edgebench.pipeline.plan import describe, expand
-    from edgebench.pipeline.sweep import new_run_id
-
     env = Env.detect()
     if args.resume:
         return _resume(args, env)
@@ -268,8 +268,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def check_model_inputs(profile: Any) -> None:
     """Resolve every model's input set (sweep.shapes, spec shapes/vocab) before anything runs: a bad shape or a
     missing one is one error naming the model's input, not a failed row per config."""
-    from edgebench.models.precision import resolved_spec
-    from edgebench.models.spec import load_model_spec
 
     shapes = profile.sweep.get("shapes") or {}
     for model in profile.sweep["models"]:
@@ -277,11 +275,6 @@ def check_model_inputs(profile: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from edgebench.backends.base import Env
-    from edgebench.config.profile import load_profile
-    from edgebench.pipeline.plan import expand
-    from edgebench.pipeline.sweep import new_run_id
-
     env = Env.detect()
     profile = load_profile(args.device)
     onnx_specs = {}
@@ -289,17 +282,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     fixed_batches: dict[str, int] = {}
     batch = args.batch
     if args.onnx:
-        from edgebench.config.shapes import parse_shapes
-        from edgebench.models.export import load_external_onnx
-        from edgebench.models.precision import onnx_spec
-
         load_external_onnx(args.onnx, expected_shape=None, batch=batch)
         label = Path(args.onnx).stem
         shapes = args.shapes or (profile.sweep.get("shapes") or {}).get(label)
         spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
                          shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}")
         if args.data:  # read it now: a wrong file or array is an error before anything runs
-            from edgebench.models.inputs import load_data
 
             load_data(args.data, spec.input_set)
         onnx_specs[spec.name] = spec
@@ -310,10 +298,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             given = {s[0] for s in parse_shapes(shapes).values()} if shapes else set()
             batch = spec.fixed_batch or (given.pop() if len(given) == 1 else 1)
     else:
-        from edgebench.errors import EdgebenchError
-        from edgebench.models.precision import resolved_spec
-        from edgebench.models.spec import load_model_spec
-
         if args.vocab:
             raise EdgebenchError(f"--vocab: model {model} states its inputs' vocabulary in its spec "
                                  f"(models/{model}.yaml); --vocab is for --onnx")
@@ -321,7 +305,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.data:
             import dataclasses
 
-            from edgebench.models.inputs import load_data
 
             load_data(args.data, spec.input_set)
             onnx_specs[model] = dataclasses.replace(spec, data=args.data)
@@ -335,7 +318,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     data = profile.to_dict()
     data["sweep"].update(sweep)
     data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
-    from edgebench.config.profile import Profile
 
     profile = Profile(**data)
     if args.duration is not None:
@@ -351,8 +333,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _output_dir(path: Path, flag: str) -> Path:
     """mkdir -p `path` for --out, or one clear line saying why it cannot be."""
-    from edgebench.errors import EdgebenchError
-    from edgebench.results.rundir import out_dir_problem
 
     problem = out_dir_problem(path)
     if problem:
@@ -367,16 +347,12 @@ def _output_dir(path: Path, flag: str) -> Path:
 def cmd_export(args: argparse.Namespace) -> int:
     import shutil
 
-    from edgebench.models.export import export_onnx
-    from edgebench.models.spec import load_model_spec
 
     spec = load_model_spec(args.model)
     art = export_onnx(spec, _cache(args))
     print(f"{spec.name}: {art.path} ({'cached' if art.reused else 'exported'}, sha256 {art.sha256[:16]}, "
           f"weights {spec.weights_label})")
     if args.out:
-        from edgebench.errors import EdgebenchError
-
         _output_dir(Path(args.out).parent, "--out")
         try:
             shutil.copyfile(art.path, args.out)
@@ -387,9 +363,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from edgebench.errors import EdgebenchError
-    from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
-
     run_dirs = [Path(d) for d in args.run_dirs]
     for d in run_dirs:
         if not (d / "results.csv").exists():
@@ -406,30 +379,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(markdown)
     print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
 
-    from edgebench.report.summary import build_report, describe
-
     report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
                           max_timelines=args.max_timelines, formats=tuple(args.formats))
-    print(describe(report))
+    print(describe_report(report))
     return 0
 
 
 def cmd_remote(args: argparse.Namespace) -> int:
-    from edgebench.remote.command import main as remote_main
-
     return remote_main(args.remote_args, cache=args.cache)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from edgebench.commands.doctor import report
-
-    print(report())
+    print(doctor_report())
     return 0
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
-    from edgebench.config.profile import list_profiles
-
     for name, desc in list_profiles():
         print(f"{name:<14} {desc}")
     return 0

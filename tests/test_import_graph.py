@@ -209,3 +209,115 @@ def test_size_reason_is_read_from_the_docstring(tmp_path, text, expected):
     path = tmp_path / "m.py"
     path.write_text(text)
     assert _docstring_states_size_reason(path) is expected
+
+
+# ------------------------------------------------------------------ stages: which folder may import which
+
+# The tree reads config -> models -> backends -> runner -> pipeline -> results -> report, with the command
+# layer on top. A stage is the folder right under edgebench/ (or a top-level module: errors, atomic_files,
+# cli). Each may import only the stages listed here (its own modules always); the list itself is acyclic.
+LOWEST = {"errors", "atomic_files", "edgebench"}  # `edgebench` = the package's __init__ (its __version__)
+ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
+    "errors": set(),
+    "atomic_files": set(),
+    "edgebench": set(),
+    "telemetry": LOWEST,
+    "config": LOWEST | {"telemetry"},  # telemetry.names only: which samplers a profile may list
+    "device": LOWEST | {"telemetry", "config"},
+    "models": LOWEST | {"config"},
+    "evaluation": LOWEST | {"config", "models"},
+    "backends": LOWEST | {"config", "models", "device", "evaluation"},
+    "runner": LOWEST | {"config", "models", "backends", "telemetry", "evaluation", "device"},
+    "results": LOWEST | {"config", "runner"},  # runner: the outcome type the per-row files are written from
+    "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
+                          "results"},
+    "report": LOWEST | {"config", "results", "backends"},  # backends: trt_layers' per-layer CSV format
+    "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation"},
+    "remote": LOWEST | {"config", "models", "commands"},
+    "cli": LOWEST | {"commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
+                     "pipeline", "results", "report", "remote"},
+    "__main__": {"cli"},
+}
+
+
+def stage_of(module: str) -> str:
+    """'edgebench.models.export' -> 'models'; 'edgebench.cli' -> 'cli'; 'edgebench' -> 'edgebench'."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def stage_violations(graph: dict[str, set[str]], allowed: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = stage_of(module)
+        for target in sorted(targets):
+            there = stage_of(target)
+            if there != here and there not in allowed.get(here, set()):
+                found.append(f"{module} -> {target} ({here} may not import {there})")
+    return found
+
+
+def test_stage_violations_name_the_import():
+    graph = {"edgebench.models.export": {"edgebench.pipeline.sweep", "edgebench.config.profile"},
+             "edgebench.config.profile": {"edgebench.config.fields"}}
+    allowed = {"models": {"config"}, "config": set()}
+    assert stage_violations(graph, allowed) == [
+        "edgebench.models.export -> edgebench.pipeline.sweep (models may not import pipeline)"]
+
+
+def test_the_stage_allowlist_is_itself_layered():
+    graph = {stage: set(targets) for stage, targets in ALLOWED_STAGE_IMPORTS.items()}
+    assert cycles(graph) == [], "ALLOWED_STAGE_IMPORTS must stay acyclic, or the stages are not layers"
+    assert all(t in ALLOWED_STAGE_IMPORTS for targets in graph.values() for t in targets)
+
+
+def test_every_stage_imports_only_what_the_allowlist_says():
+    graph = import_graph()
+    stages = {stage_of(m) for m in graph}
+    assert stages <= set(ALLOWED_STAGE_IMPORTS), f"stages missing from the allowlist: {stages - set(ALLOWED_STAGE_IMPORTS)}"
+    found = stage_violations(graph, ALLOWED_STAGE_IMPORTS)
+    assert not found, "imports across stages outside tests/test_import_graph.py's allowlist:\n" + "\n".join(found)
+
+
+def imports_inside_functions(path: Path) -> list[str]:
+    """'line N: from edgebench.x import y' for each of the package's own imports inside a function body."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in ast.walk(node):
+            own = (isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").split(".")[0] == PACKAGE)
+                   or isinstance(inner, ast.Import) and any(a.name.split(".")[0] == PACKAGE for a in inner.names))
+            if own:
+                found.append(f"line {inner.lineno}: {ast.unparse(inner)}")
+    return found
+
+
+def test_imports_inside_functions_are_found(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import json\nfrom edgebench.errors import ConfigError\n"
+                    "def f():\n    import numpy\n    from edgebench.models import export\n    return export\n")
+    assert imports_inside_functions(path) == ["line 5: from edgebench.models import export"]
+
+
+def test_the_package_imports_its_own_modules_at_the_top():
+    """Frameworks are imported lazily inside functions; edgebench's own modules at the top of the file, so a
+    reader sees a module's dependencies in one place (and the import graph above is what really loads)."""
+    inside = {name: found for name, path in module_files().items() if (found := imports_inside_functions(path))}
+    assert not inside, "edgebench imports inside functions (move them to the top of the module):\n" + "\n".join(
+        f"{name}: {line}" for name, lines in sorted(inside.items()) for line in lines)
+
+
+def test_help_loads_no_framework():
+    """With every own import at module top, `edgebench --help` loads the whole package: still no framework."""
+    import subprocess
+    import sys
+
+    code = ("import sys, runpy; sys.argv = ['edgebench', '--help']\n"
+            "try:\n    runpy.run_module('edgebench', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "heavy = ('torch', 'onnx', 'onnxruntime', 'tensorrt', 'pynvml', 'jtop', 'matplotlib', 'numpy', 'yaml')\n"
+            "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=PACKAGE_ROOT.parent)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("LOADED")]
+    assert line == ["LOADED []"], out.stdout[-2000:] + out.stderr[-2000:]

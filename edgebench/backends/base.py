@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from edgebench.models.inputs import legacy_input
+from edgebench.models.inputs import legacy_input, synthetic
 from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +45,6 @@ class Prepared:
 
     def feeds(self, batch: int, seed: int) -> dict[str, np.ndarray]:
         """Seeded synthetic data for every input at `batch` (edgebench.models.inputs.synthetic)."""
-        from edgebench.models.inputs import synthetic
 
         return synthetic(self.input_set, batch, seed)
 

@@ -21,6 +21,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.base import Env, Placement, Prepared
+from edgebench.backends.ort_dla import core_mismatch, dla_core_check
+from edgebench.backends.trt_logic import count_dla_cores, jetson_model
 from edgebench.errors import BackendError
 from edgebench.models.model_artifact import ModelArtifact
 
@@ -168,8 +170,6 @@ class OrtBackend:
             return (f"ORT's TensorRT EP enables DLA only with fp16 or int8 (trt_fp16_enable/trt_int8_enable); "
                     f"{cfg.precision} on {', '.join(d for d, _ in dla)} would silently run on the GPU")
         if dla:
-            from edgebench.backends.trt_logic import count_dla_cores, jetson_model
-
             cores = count_dla_cores() if jetson_model() else 0
             for device, core in dla:
                 if core >= cores:  # the EP would quietly use the GPU (no DLA) or DLA core 0 (core out of range)
@@ -192,8 +192,6 @@ class OrtBackend:
         else:
             provider = "+".join(sorted({provider_for(d)[0] for d in cfg.placements}))  # type: ignore[index]
         if options.get("ort_provider") == "tensorrt":
-            from edgebench.backends.ort_dla import dla_core_check
-
             if (check := dla_core_check(cfg.placements)) is not None:  # ORT does not report the core it used
                 info["row_fields"] = {"dla_core_check": check}
         return Prepared.for_artifact(self.name, cfg, model, precision=cfg.precision, options=options,
@@ -236,7 +234,6 @@ class OrtSession:
             raise BackendError(f"instance {placement.instance}: {name} was requested but ORT fell back to "
                                f"{self._sess.get_providers()}")
         if name == "TensorrtExecutionProvider":  # what ORT says about the DLA core (reported to ignore core 1)
-            from edgebench.backends.ort_dla import core_mismatch
 
             if (mismatch := core_mismatch(placement.device, self._sess.get_provider_options())) is not None:
                 raise BackendError(f"instance {placement.instance}: {mismatch}")

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.errors import BackendError, EdgebenchError
+from edgebench.models.export import build_torch_model
 from edgebench.models.model_artifact import ModelArtifact
+from edgebench.models.spec import load_model_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -113,8 +115,6 @@ class TorchBackend:
         return None
 
     def prepare(self, cfg: RunConfig, model: ModelArtifact, cache: Artifacts) -> Prepared:
-        from edgebench.models.spec import load_model_spec
-
         opts = check_options(dict(cfg.options))
         try:
             spec = load_model_spec(model.model)
@@ -165,8 +165,6 @@ class TorchSession:
     def __init__(self, prepared: Prepared, placement: Placement) -> None:
         import torch
 
-        from edgebench.models.export import build_torch_model
-        from edgebench.models.spec import load_model_spec
 
         self._where, self._batch, self._label = f"instance {placement.instance}", prepared.input_shape[0], placement.device
         device = parse_device(placement.device)

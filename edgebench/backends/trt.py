@@ -32,6 +32,7 @@ from edgebench.backends import trt_calibration as calibration
 from edgebench.backends import trt_logic as logic
 from edgebench.backends import trt_reports as reports
 from edgebench.backends.base import Env, Placement, Prepared
+from edgebench.backends.cuda_buffers import StagingBuffer, open_runtime
 from edgebench.backends.trt_engine_cache import EngineCache, calibration_cache_path, timing_cache_path
 from edgebench.backends.trt_profile import ProfileEntry, check_network_inputs
 from edgebench.errors import BackendError
@@ -137,7 +138,6 @@ def prepare_engine(plan: logic.BuildPlan, model: ModelArtifact, root: Path, vers
 
     On a Jetson the board model joins the CUDA device name in the key: every Orin module (AGX, NX, Nano)
     reports the device "Orin", sm 8.7, yet their engines are tuned for different GPUs (SM counts, clocks)."""
-    from edgebench.backends.cuda_buffers import open_runtime
 
     runtime = open_runtime()
     device_name, cc = runtime.device_identity()
@@ -323,7 +323,6 @@ def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
     and the device buffer + stream it uploads through (the caller closes them after the build)."""
     import tensorrt as trt
 
-    from edgebench.backends.cuda_buffers import StagingBuffer
 
     record = model.sidecar.get("calibration") or {}
     data = calibration.recorded_calibration(record, model.input_shape)
@@ -370,8 +369,6 @@ class TrtSession:
     """One execution context + one CUDA stream + device buffers for every I/O tensor of one engine."""
 
     def __init__(self, prepared: Prepared, placement: Placement) -> None:
-        from edgebench.backends.cuda_buffers import open_runtime
-
         require_tensorrt()
         import tensorrt as trt
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ModelError
+from edgebench.models.calibration import calibration_batches
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -27,7 +28,6 @@ def calibration_chunks(data: np.ndarray, batch: int) -> list[np.ndarray]:
 
 def recorded_calibration(record: dict[str, Any], input_shape: tuple[int, ...]) -> np.ndarray:
     """Re-create the calibration set the int8 artifact recorded, and check it is byte-identical."""
-    from edgebench.models.calibration import calibration_batches
 
     try:
         data, now = calibration_batches(str(record["source"]), tuple(input_shape), int(record["count"]),

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.models.artifacts import key_of, sha256_file, write_bytes_atomic, write_json_atomic
+from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
+from edgebench.models.artifacts import key_of, sha256_file
 
 ENGINE_FORMAT = 1  # bump when the sidecar layout changes: older entries are then rebuilt
 ENVIRONMENT_FIELDS = ("trt_version", "device_name", "compute_capability")

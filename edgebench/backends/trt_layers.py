@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgebench.backends.base import Placement
+from edgebench.backends.trt import TrtSession
+from edgebench.backends.trt_logic import parse_placement
+from edgebench.backends.trt_reports import parse_inspector_json
 from edgebench.errors import BackendError
 
 LAYERS_CSV_COLUMNS = ("engine", "layer", "type", "device", "time_ms", "share_pct")
@@ -108,7 +112,6 @@ def inspector_types(inspector_json: str | None) -> dict[str, str]:
     """layer name -> LayerType from the engine inspector JSON (DETAILED verbosity), {} when absent."""
     if not inspector_json:
         return {}
-    from edgebench.backends.trt_reports import parse_inspector_json
 
     return {layer.name: layer.layer_type for layer in parse_inspector_json(inspector_json) if layer.layer_type}
 
@@ -171,9 +174,6 @@ def profile_prepared(prepared: Any, runs: int) -> list[LayerRow]:
     and a CUDA device: runs only on a board / a TensorRT machine)."""
     import numpy as np
 
-    from edgebench.backends.base import Placement
-    from edgebench.backends.trt import TrtSession
-    from edgebench.backends.trt_logic import parse_placement
 
     rows: list[LayerRow] = []
     engines = prepared.options.get("engines", {})

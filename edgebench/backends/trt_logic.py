@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends.trt_engine_cache import EngineKey
+from edgebench.backends.trt_profile import optimisation_profile
+from edgebench.device.jetson import dla_nodes
 from edgebench.errors import BackendError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -189,7 +192,6 @@ def count_dla_cores(root: Path | str = "/") -> int:
     """DLA cores the kernel exposes, read from files only (no CUDA init): edgebench.device.jetson.dla_nodes, the
     rule `edgebench doctor` and system.json use too. NOT YET CHECKED on a real board; prepare() cross-checks
     with TensorRT's builder.num_DLA_cores, which is authoritative."""
-    from edgebench.device.jetson import dla_nodes
 
     return len(dla_nodes(root)[0])
 
@@ -365,7 +367,6 @@ class BuildPlan:
 
 def engine_key(plan: BuildPlan, trt_version: str, device_name: str, compute_capability: str) -> EngineKey:
     """The cache key of the engine `plan` builds with this TensorRT on this device."""
-    from edgebench.backends.trt_engine_cache import EngineKey
 
     return EngineKey(onnx_sha256=plan.onnx_sha256, precision=plan.precision, strategy=plan.strategy.name,
                      input_name=plan.input_name, min_shape=plan.min_shape, opt_shape=plan.opt_shape,
@@ -379,7 +380,6 @@ def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv
                calibration: dict[str, Any] | None = None) -> BuildPlan:
     """The engine to build for one placement target. One static-shape profile (min = opt = max = the
     configured batch): the measured batch is the only one run, and DLA engines need static shapes anyway."""
-    from edgebench.backends.trt_profile import optimisation_profile
 
     strategy = precision_strategy(cfg.precision, env, target, options["int8_calibration"])
     path, sha = source_onnx(strategy, model)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import BackendError
+from edgebench.evaluation.tensorcores import classify_kernel
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.trt_logic import BuildPlan
@@ -76,7 +77,6 @@ def format_dtype(fmt: str) -> str | None:
 def engine_evidence(layers: list[EngineLayer]) -> dict[str, Any]:
     """Tensor-core and precision evidence from the engine's own layer list (no timing: the inspector has
     none, so this counts tactics, it is not a time share)."""
-    from edgebench.evaluation.tensorcores import classify_kernel
 
     tactics = [layer.tactic for layer in layers if layer.tactic]
     tensor = [t for t in tactics if classify_kernel(t)[0]]

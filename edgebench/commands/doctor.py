@@ -6,6 +6,12 @@ import importlib.util
 import os
 from pathlib import Path
 
+from edgebench.backends.base import Env
+from edgebench.backends.ort import libnvinfer_missing_reason
+from edgebench.backends.trt_logic import detect_env
+from edgebench.device.jetson import doctor_lines
+from edgebench.telemetry.registry import sampler_availability
+
 # (import name, pip/dist hint, what it enables)
 PACKAGES = [
     ("numpy", "pip install numpy", "core"),
@@ -47,8 +53,6 @@ def package_lines() -> list[str]:
 
 
 def backend_lines() -> list[str]:
-    from edgebench.backends.base import Env
-
     env = Env.detect()
     lines = []
     if env.ort_missing_reason:
@@ -60,12 +64,9 @@ def backend_lines() -> list[str]:
                    else "installed onnxruntime has no CUDA provider: pip install onnxruntime-gpu")
             lines.append(f"           CUDA placements unavailable: {why}")
         elif "TensorrtExecutionProvider" in env.ort_providers:
-            from edgebench.backends.ort import libnvinfer_missing_reason
-
             why = libnvinfer_missing_reason()
             lines.append(f"           ort_provider=tensorrt: {'available' if why is None else 'unavailable: ' + why}")
     lines.append("  null     available (measures the harness's own per-inference overhead)")
-    from edgebench.backends.trt_logic import detect_env
 
     trt = detect_env()
     if trt.trt_version is None:
@@ -78,10 +79,6 @@ def backend_lines() -> list[str]:
 
 
 def sampler_lines() -> list[str]:
-    try:
-        from edgebench.telemetry.registry import sampler_availability
-    except ImportError as exc:  # pragma: no cover - registry is part of the package
-        return [f"  samplers unknown: {exc}"]
     lines = []
     for name, why in sampler_availability().items():
         lines.append(f"  {name:<10} {'available' if why is None else 'unavailable: ' + why}")
@@ -90,7 +87,6 @@ def sampler_lines() -> list[str]:
 
 def jetson_lines(root: str | Path = "/") -> list[str]:
     """L4T/JetPack, board, nvpmodel, clocks, CUDA, TensorRT, DLAs, jtop service (edgebench.device.jetson)."""
-    from edgebench.device.jetson import doctor_lines
 
     return doctor_lines(root)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from edgebench.config.profile import Profile
+
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in README)
 EXIT_PARTIAL = 3
 
@@ -126,7 +128,6 @@ def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
 
 def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
     """The profile with the sweep/run options of `edgebench bench` (None = keep the profile's value) applied."""
-    from edgebench.config.profile import Profile
 
     if args.instances is not None and profile.sweep.get("placements"):
         # explicit placement sets decide the instance count; --instances replaces them with copies of the accelerator

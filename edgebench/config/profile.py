@@ -29,7 +29,9 @@ from edgebench.config.fields import (  # noqa: F401 - DTYPES: imported from conf
     check_value,
 )
 from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for the sweep's row type; callers import it here
+from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.telemetry.names import SAMPLER_NAMES
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 PROFILES_DIR = PROJECT_ROOT / "profiles"
@@ -226,8 +228,6 @@ def _semantic_problems(prof: Profile) -> list[ConfigError]:
     if prof.run.get("slo_ms") is not None and prof.run.get("rate_hz") is None:
         problems.errors.append(ConfigError(src, "run.slo_ms", "needs run.rate_hz (the arrival rate of each stream)"))
     for model, text in (prof.sweep.get("shapes") or {}).items():
-        from edgebench.config.shapes import parse_shapes
-
         if not isinstance(text, str):
             problems.errors.append(ConfigError(src, f"sweep.shapes.{model}", f"expected a shape text like "
                                                                             f"'input:1x3x224x224', got {text!r}"))
@@ -239,7 +239,6 @@ def _semantic_problems(prof: Profile) -> list[ConfigError]:
     tpi = prof.run["threads_per_instance"]
     if tpi != "auto" and tpi < 1:
         problems.errors.append(ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
-    from edgebench.telemetry.names import SAMPLER_NAMES  # names only: no sampler module is imported
 
     for name in prof.telemetry["samplers"]:
         if name not in SAMPLER_NAMES:

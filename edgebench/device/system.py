@@ -17,7 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgebench import __version__
 from edgebench.device.facts import Facts, why
+from edgebench.device.jetson import is_jetson, jetson_info
+from edgebench.telemetry.nvml import list_gpus
 
 PACKAGES = (
     "numpy", "onnx", "onnxscript", "onnxruntime", "onnxruntime-gpu", "torch", "torchvision", "psutil",
@@ -28,7 +31,6 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 
 def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON-able description of this machine and software; `extra` keys are merged in last."""
-    from edgebench import __version__
 
     facts = Facts()
     get, unavailable = facts.get, facts.unavailable
@@ -55,7 +57,6 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "cuda_mps": get("cuda_mps", cuda_mps_state),
         "gpus": get("gpus", _gpus),  # NVML: index, name, UUID, PCI bus id (rows' gpu<N>_ channels name the index)
     }
-    from edgebench.device.jetson import is_jetson, jetson_info
 
     if is_jetson("/"):  # L4T/JetPack, board, nvpmodel mode, jetson_clocks, CUDA, TensorRT, DLAs
         info["jetson"] = get("jetson", jetson_info)
@@ -66,8 +67,6 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def _gpus() -> list[dict[str, Any]]:
-    from edgebench.telemetry.nvml import list_gpus
-
     return list_gpus()
 
 

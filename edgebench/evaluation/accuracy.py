@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from edgebench.models.inputs import batches_of, load_data, make_input, synthetic
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -31,8 +33,6 @@ class Agreement:
 
 
 def accuracy_inputs(sample_shape: tuple[int, ...], samples: int, seed: int, dtype: str = "float32") -> np.ndarray:
-    from edgebench.models.inputs import make_input
-
     return make_input((samples, *sample_shape), dtype, seed + ACCURACY_SEED_OFFSET)
 
 
@@ -53,7 +53,6 @@ def reference_outputs_all(fp32_onnx: str, inputs: Mapping[str, np.ndarray],
     import numpy as np
     import onnxruntime as ort
 
-    from edgebench.models.inputs import batches_of
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
@@ -115,7 +114,6 @@ def accuracy_feeds(inputs: tuple[InputDesc, ...], samples: int, seed: int,
                    data: str | None = None) -> dict[str, np.ndarray]:
     """The fixed inputs of every row's accuracy check: the model's real data (up to `samples` of the .npz
     file/folder) or seeded synthetic data valid per input (never equal to the timing inputs)."""
-    from edgebench.models.inputs import load_data, synthetic
 
     if data:
         return {k: v[:samples] for k, v in load_data(data, inputs).items()}

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ModelError
+from edgebench.models.inputs import load_data, synthetic
+from edgebench.models.labelled import Preprocess, load_labelled
+from edgebench.models.weights import preprocess_for
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -62,8 +65,6 @@ def calibration_batches(
 
 def _from_labelled(labelled: dict[str, Any] | None, shape: tuple[int, ...], samples: int,
                    seed: int) -> tuple[np.ndarray, list[str]]:
-    from edgebench.models.labelled import Preprocess, load_labelled
-
     if not labelled or not labelled.get("dataset"):
         raise ModelError("calibration.source is 'labelled' but no labelled data set is given "
                          "(accuracy.dataset / --dataset)")
@@ -80,7 +81,6 @@ def labelled_source(spec: Any, calibration: Any) -> dict[str, Any] | None:
     """What calibration_batches needs for source "labelled" with this model (None for other sources)."""
     if str(calibration.get("source", "synthetic")) != "labelled":
         return None
-    from edgebench.models.weights import preprocess_for
 
     return {"dataset": calibration.get("dataset"), "labels": calibration.get("labels"),
             "preprocess": preprocess_for(spec).to_dict()}
@@ -167,7 +167,6 @@ def calibration_feeds(
     quantizer only inserts Q/DQ on float tensors."""
     import numpy as np
 
-    from edgebench.models.inputs import load_data, synthetic
 
     if samples < 1:
         raise ModelError(f"calibration: samples must be >= 1, got {samples}")

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ModelError
 from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
+from edgebench.models.builtin import build_builtin
 from edgebench.models.inputs import GraphInput, synthetic, tensor_dtype, value_dims
+from edgebench.models.weights import is_torchvision, resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -50,7 +52,6 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
     random init (with BatchNorm statistics re-estimated on seeded synthetic inputs, see the module doc)."""
     import torch
 
-    from edgebench.models.weights import resolve_weights
 
     torch.manual_seed(seed)
     resolved = resolve_weights(spec)
@@ -75,8 +76,6 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
         except TypeError as exc:
             raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models.{spec.arch}: {exc}") from None
     elif spec.source == "builtin":
-        from edgebench.models.builtin import build_builtin
-
         model = build_builtin(spec.arch, spec.num_classes, **dict(spec.config))
     else:
         raise ModelError(f"{spec.spec_file or spec.name}: source {spec.source!r} has no torch model")
@@ -103,7 +102,6 @@ def _reinit_zero_linears(model: torch.nn.Module, seed: int) -> None:
 
 def _weights_file(spec: ModelSpec) -> Path | None:
     """The file the weights come from (a local state_dict, or torchvision's cached checkpoint); None = random init."""
-    from edgebench.models.weights import resolve_weights
 
     return resolve_weights(spec).path
 
@@ -142,7 +140,6 @@ def _load_weights(model: torch.nn.Module, path: Path) -> None:
 def _recalibrate_batchnorm(model: torch.nn.Module, spec: ModelSpec, seed: int) -> None:
     import torch
 
-    from edgebench.models.inputs import synthetic
 
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     if not bns:
@@ -471,8 +468,6 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _is_torchvision(spec: ModelSpec) -> bool:
-    from edgebench.models.weights import is_torchvision
-
     return is_torchvision(spec.weights)
 
 

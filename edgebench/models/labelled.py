@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ConfigError, ModelError
 from edgebench.models.preprocess import Preprocess  # noqa: F401 - callers import it from here too
+from edgebench.models.weights import preprocess_for
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -175,7 +176,6 @@ def evaluation_set(spec: Any, accuracy: Any, calibration: Any, samples: int) -> 
     precision is evaluated on the same images)."""
     import numpy as np
 
-    from edgebench.models.weights import preprocess_for
 
     pre = preprocess_for(spec)
     ds = load_labelled(accuracy["dataset"], accuracy.get("labels"))

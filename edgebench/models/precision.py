@@ -20,9 +20,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ModelError
 from edgebench.models.artifacts import Artifact, Artifacts
+from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
+from edgebench.models.export import inspect_onnx
+from edgebench.models.inputs import GraphInput, load_data, parse_vocab, resolve, vocab_from
 from edgebench.models.model_artifact import ModelArtifact
+from edgebench.models.spec import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -123,7 +128,6 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     import onnx
     import onnxruntime
 
-    from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
 
     source = str(calibration.get("source", "synthetic"))
     samples = int(calibration.get("samples", 32))
@@ -134,8 +138,6 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
         data = {spec.input_name: batch}
     else:
         if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data):
-            from edgebench.models.inputs import load_data  # up to calibration.samples of it
-
             source = spec.data
             samples = min(samples, len(next(iter(load_data(source, spec.input_set).values()))))
         data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
@@ -187,7 +189,6 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
         quantize_static,
     )
 
-    from edgebench.models.export import inspect_onnx
 
     info = inspect_onnx(src)
     count = len(next(iter(data.values())))
@@ -234,10 +235,6 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
     Every input is resolved from the graph (edgebench.models.inputs.resolve): symbolic axes besides the batch need
     `shapes` (trtexec form), token-id inputs need `vocab`. dynamic_batch is False when the graph fixes the
     batch (then graph_batch says which); errors name the input and axis."""
-    from edgebench.config.shapes import parse_shapes
-    from edgebench.models.export import inspect_onnx
-    from edgebench.models.inputs import parse_vocab, resolve
-    from edgebench.models.spec import ModelSpec
 
     info = inspect_onnx(path)
     shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
@@ -246,8 +243,6 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
                    vocab_from_data=bool(data))
     inputs = plan.inputs
     if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
-        from edgebench.models.inputs import load_data, vocab_from
-
         inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
     first = inputs[0]
     num_classes = _output_classes(path)
@@ -293,8 +288,6 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
     shapes given for them are only checked against the spec (unknown input, rank, contradicting dim)."""
     import dataclasses
 
-    from edgebench.config.shapes import parse_shapes
-    from edgebench.models.inputs import GraphInput, resolve
 
     if spec.source == "onnx":
         if spec.inputs and not shapes:

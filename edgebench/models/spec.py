@@ -9,8 +9,9 @@ from typing import Any
 
 from edgebench.config.fields import MODEL_SCHEMA, check_value
 from edgebench.config.profile import MODELS_DIR, _read_yaml
+from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.models.inputs import InputDesc
+from edgebench.models.inputs import INPUT_DTYPES, ROLES, InputDesc, role_for
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,6 @@ class ModelSpec:
         """Every input, in forward() order (one built from input_name/shape/dtype when `inputs` is empty)."""
         if self.inputs:
             return self.inputs
-        from edgebench.models.inputs import role_for
 
         shape = tuple(self.input_shape)
         role = role_for(self.input_name, self.input_dtype, shape)
@@ -105,8 +105,6 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
     if values["source"] == "onnx" and not values["onnx_path"]:
         raise ConfigError(source, "onnx_path", "is required for source onnx")
     if values["shapes"] is not None:
-        from edgebench.config.shapes import parse_shapes
-
         try:
             parse_shapes(values["shapes"], "shapes")
         except EdgebenchError as exc:
@@ -126,7 +124,6 @@ INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role")
 
 def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
     """The `inputs:` list of a model spec, validated (errors name inputs[i].field)."""
-    from edgebench.models.inputs import INPUT_DTYPES, ROLES, role_for
 
     out: list[InputDesc] = []
     for i, item in enumerate(values["inputs"] or []):

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ConfigError, ModelError
+from edgebench.models.artifacts import sha256_file
+from edgebench.models.preprocess import Preprocess
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.models.preprocess import Preprocess
@@ -55,7 +57,6 @@ def is_torchvision(weights: str | None) -> bool:
 
 def file_sha256(path: Path) -> str:
     """sha256 of a file, memoised per (path, size, mtime) for the process (checkpoints are large)."""
-    from edgebench.models.artifacts import sha256_file
 
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
@@ -153,7 +154,6 @@ def preprocess_for(spec: ModelSpec) -> Preprocess:
     """Image preprocessing for labelled data: the torchvision weights' own transforms (resize, crop, mean, std,
     interpolation), else the spec's `preprocess:` mapping, else a plain resize to the input size with ImageNet
     mean/std."""
-    from edgebench.models.preprocess import Preprocess
 
     shape = tuple(spec.input_shape)
     where = spec.spec_file or spec.name

@@ -6,10 +6,12 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from edgebench.backends.registry import get_backend
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.models.spec import list_models
+from edgebench.models.spec import list_models, load_model_spec
+from edgebench.runner.mps import mps_missing_reason
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -40,7 +42,6 @@ def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
 def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | None = None) -> list[int]:
     """The sweep's batches, or only the batch the model's graph fixes (a model spec with dynamic_batch: false is
     exported at batch 1; an external ONNX's fixed batch comes in `fixed_batches`). The row says so (batch_note)."""
-    from edgebench.models.spec import load_model_spec
 
     fixed = (fixed_batches or {}).get(model)
     if fixed is None and model in set(list_models()):
@@ -56,7 +57,6 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
     `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx). A model whose graph fixes
     the batch runs at that batch only (`fixed_batches` for external ONNX; model specs say dynamic_batch: false).
     """
-    from edgebench.backends.registry import get_backend
 
     models = [onnx_model] if onnx_model else list(profile.sweep["models"])
     if not onnx_model:
@@ -122,7 +122,6 @@ def gpu_sharing_skip_reason(cfg: RunConfig) -> str | None:
     """Why an MPS row cannot run here (None for time-slicing rows and for MPS rows that can)."""
     if cfg.gpu_sharing != "mps":
         return None
-    from edgebench.runner.mps import mps_missing_reason
 
     if not cfg.uses_gpu:
         return f"gpu_sharing=mps applies to CUDA placements; {cfg.placement} has none"

@@ -19,12 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends.registry import get_backend
+from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
+from edgebench.pipeline.sweep import run_sweep
+
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
     from edgebench.config.profile import Profile
     from edgebench.config.run_config import RunConfig
+    from edgebench.pipeline.model_cache import ModelCache
     from edgebench.pipeline.plan import PlannedRun
-    from edgebench.pipeline.sweep import ModelCache
     from edgebench.results.store import ResultsStore
 
 SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "gpu_sharing", "rate_per_stream_hz",
@@ -103,9 +107,6 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
                      on_start: Callable[..., None] | None = None, idle_power_w: float | None = None,
                      report: Callable[[str], None] = print) -> list[SloResult]:
     """One search per distinct config of `planned` (instance counts folded); returns the answers."""
-    from edgebench.backends.registry import get_backend
-    from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
-    from edgebench.pipeline.sweep import run_sweep
 
     groups: dict[str, list[RunConfig]] = {}
     for p in planned:

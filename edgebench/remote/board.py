@@ -13,6 +13,7 @@ from typing import Any
 
 from edgebench.remote.agent import STATE_DIR, STATE_MARKER
 from edgebench.remote.fetch import Fetched, fetch_run
+from edgebench.remote.ship import SHIP_DIR, export_for_board, sweep_models
 from edgebench.remote.ssh import SSH_FAILED, AuthError, HostKeyError, RemoteError, Ssh, classify
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -135,8 +136,6 @@ class Board:
         return info
 
     def ship_onnx(self, bench_args: list[str]) -> list[str]:
-        from edgebench.remote.ship import SHIP_DIR, export_for_board, sweep_models
-
         models = sweep_models(bench_args)
         with tempfile.TemporaryDirectory(prefix="edgebench-ship-") as tmp:
             shipment = export_for_board(models, self.abs_dir, Path(tmp), self.opts.local_cache)

@@ -27,6 +27,8 @@ from edgebench.remote.board import (
     run_board,
     status_board,
 )
+from edgebench.remote.inventory import load_inventory
+from edgebench.remote.ship import sweep_models
 from edgebench.remote.ssh import check_host, remote_dir_arg
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,8 +110,6 @@ def main(argv: list[str], cache: str | None = None) -> int:
         raise EdgebenchError("edgebench remote: give --host user@board[,...] or --inventory FILE (one of them)")
     inventory: dict[str, InventoryHost] = {}
     if args.inventory:
-        from edgebench.remote.inventory import load_inventory
-
         inventory = {h.name: h for h in load_inventory(args.inventory, args.limit)}
         hosts = list(inventory)
     else:
@@ -144,8 +144,6 @@ def main(argv: list[str], cache: str | None = None) -> int:
         if inv.device and not given_device:
             host_bench[name] = ["--device", inv.device, *bench_args]
     if args.action == "start" and args.export != "remote":
-        from edgebench.remote.ship import sweep_models
-
         for distinct in {tuple(b) for b in host_bench.values()}:
             sweep_models(list(distinct))  # bad bench arguments, profiles or models fail here, before any board
     printer = Printer()

@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgebench.commands.options import apply_overrides, parse_bench_args
+from edgebench.config.profile import load_profile
+from edgebench.models.artifacts import Artifacts
+from edgebench.models.export import export_onnx
+from edgebench.models.spec import load_model_spec
+
 SHIP_DIR = ".edgebench-remote/onnx"  # on the board, relative to the remote folder
 # boards run in parallel threads; two exports of the same model into one cache folder at once would see each
 # other's temporary files (export_onnx refuses "extra files"), and torch's exporters are not thread-safe
@@ -33,8 +39,6 @@ class Shipment:
 
 def sweep_models(bench_args: list[str]) -> list[str]:
     """The models the sweep of `edgebench bench <bench_args>` would run, resolved here (same project)."""
-    from edgebench.commands.options import apply_overrides, parse_bench_args
-    from edgebench.config.profile import load_profile
 
     args = parse_bench_args(bench_args)
     profile = apply_overrides(load_profile(args.device or "host"), args)
@@ -45,9 +49,6 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
     """Export every model here and write the board's replacement specs into `staging`."""
     import yaml
 
-    from edgebench.models.artifacts import Artifacts
-    from edgebench.models.export import export_onnx
-    from edgebench.models.spec import load_model_spec
 
     cache = Artifacts(cache_root)
     (staging / "onnx").mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgebench import __version__
+from edgebench.report.layers import write_layer_page
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
 from edgebench.report.tables import Table, all_tables
 from edgebench.results.runs import Run, load_runs, profile_name
@@ -55,7 +57,6 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
         for fig in report.figures:
             if fig.absent_reason is None:
                 render(fig, out / "figures", formats)
-        from edgebench.report.layers import write_layer_page
 
         report.layers_page = write_layer_page([r.path for r in runs], out, formats)
     blocks = summary_blocks(report)
@@ -111,8 +112,6 @@ def _rel(report: Report, path: Path) -> str:
 
 
 def summary_blocks(report: Report) -> list[tuple]:
-    from edgebench import __version__
-
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     b: list[tuple] = [("h1", "edgebench report"),
                       ("p", [f"Written {now} by edgebench {__version__} from {len(report.runs)} run folder(s)."])]

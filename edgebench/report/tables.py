@@ -16,6 +16,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from edgebench.report.accuracy_table import accuracy_table
 from edgebench.report.compare import cross_run_table
 from edgebench.report.speedup import speedup_rows
 from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, latex_escape: used via this module
@@ -193,7 +194,6 @@ def scaling_table(runs: list[Run]) -> Table:
 
 def all_tables(runs: list[Run]) -> list[Table]:
     tables = [results_table(runs), speedup_table(runs), scaling_table(runs)]
-    from edgebench.report.accuracy_table import accuracy_table
 
     if (accuracy := accuracy_table(runs)) is not None:  # only when rows were scored against labels
         tables.append(accuracy)

@@ -23,7 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends.base import Placement
+from edgebench.backends.registry import get_backend
+from edgebench.models.export import build_torch_model
+from edgebench.models.inputs import make_input
+from edgebench.models.spec import load_model_spec
 from edgebench.runner import worker
+from edgebench.runner.orchestrator import _child_env
+from edgebench.telemetry.registry import make_sampler
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Prepared
@@ -78,7 +85,6 @@ def bootstrap_median_ci(values: Sequence[float], confidence: float = 0.95, resam
 
 def bare_step(framework: str, prepared: Prepared, device: str, threads: int, seed: int) -> Callable[[], None]:
     """The framework's own call for one batch, built the way a user's bare loop would build it."""
-    from edgebench.models.inputs import make_input
 
     x_np = make_input(tuple(prepared.input_shape), prepared.input_dtype, seed)
     feeds = prepared.feeds(prepared.input_shape[0], seed)  # every input (x_np is the first one's data)
@@ -113,8 +119,6 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
     if framework == "torch":
         import torch
 
-        from edgebench.models.export import build_torch_model
-        from edgebench.models.spec import load_model_spec
 
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
         spec = load_model_spec(str(prepared.options["model_spec"]))
@@ -174,9 +178,6 @@ def _edgebench_child(cfg: RunConfig, prepared: Prepared, conn: Any, stop_raw: An
     """A runner instance's process and loop: setup_child, Session, warm_up, then worker.measure per slice."""
     worker.setup_child(cfg.threads_per_instance, parent_pid)
     try:
-        from edgebench.backends.base import Placement
-        from edgebench.backends.registry import get_backend
-
         session = get_backend(prepared.backend).open(
             prepared, Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance))
         session.feed(prepared.feeds(prepared.input_shape[0], cfg.seed))  # every input; one input: make_input's data
@@ -205,8 +206,6 @@ class _Side:
 
     def __init__(self, ctx: Any, target: Callable[..., None], args: Callable[[Any], tuple[Any, ...]],
                  env: dict[str, str]) -> None:
-        from edgebench.runner.orchestrator import _child_env
-
         self.conn, child_conn = ctx.Pipe()
         with _child_env(env):  # set before the child starts, so they hold before it imports a framework
             self.proc = ctx.Process(target=target, args=args(child_conn))  # not daemonic, like an instance
@@ -240,7 +239,6 @@ def run_interleaved(cfg: RunConfig, prepared: Prepared, framework: str, *, pairs
     """`pairs` ABBA pairs of slice_s slices; the edgebench side runs with `samplers` watching it, as a row would."""
     import multiprocessing
 
-    from edgebench.telemetry.registry import make_sampler
 
     ctx = multiprocessing.get_context("spawn")
     stop_raw = ctx.RawArray("b", 1)

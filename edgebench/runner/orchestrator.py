@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
 from edgebench.runner import worker
 
@@ -88,7 +89,6 @@ def run_instances(
 
     `child_env` is added to every instance process's environment (e.g. the CUDA MPS pipe folder).
     `accuracy_inputs`: [N, *sample] for the one input, or {input name: [N, *sample]} for every input."""
-    from edgebench.backends.registry import backend_target
 
     backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
     if isinstance(accuracy_inputs, dict):

@@ -39,6 +39,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends.base import Placement
+from edgebench.backends.registry import get_backend
+from edgebench.evaluation.tensorcores import profile_kernels
+from edgebench.models.inputs import batches_of
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -229,7 +234,6 @@ def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str,
     with one [N, *sample] array per input name."""
     import numpy as np
 
-    from edgebench.models.inputs import batches_of
 
     if inputs_path.endswith(".npz"):
         with np.load(inputs_path, allow_pickle=False) as npz:
@@ -264,8 +268,6 @@ def run_instance(
     """One instance from open to its timestamps on disk. Reports every failure; returns True when done."""
     import numpy as np
 
-    from edgebench.backends.base import Placement
-    from edgebench.backends.registry import get_backend
 
     phase = "open"
     session = None
@@ -331,8 +333,6 @@ def run_instance(
 def profile_session(infer: Callable[[], None], steps: int) -> tuple[list[tuple[str, float]] | None, str]:
     """GPU kernels of `steps` inferences (outside the window), or (None, why) — never fails the row."""
     try:
-        from edgebench.evaluation.tensorcores import profile_kernels
-
         return profile_kernels(infer, steps=steps, warmup=1), ""
     except Exception as exc:  # noqa: BLE001 - no torch/CUPTI/GPU here: the row states it
         return None, f"kernel profile unavailable: {describe(exc)}"

@@ -13,16 +13,15 @@ from typing import Any
 
 from edgebench.errors import ConfigError
 from edgebench.telemetry.base import Sampler, Timeline
-from edgebench.telemetry.host import COST_NOTE_PREFIX
+from edgebench.telemetry.host import COST_NOTE_PREFIX, HostSampler
 from edgebench.telemetry.ina3221 import ina3221_status, make_ina3221_sampler
 from edgebench.telemetry.jetson_throttle import jetson_throttle_missing, make_jetson_throttle_sampler
 from edgebench.telemetry.jtop import jtop_missing, make_jtop_sampler
+from edgebench.telemetry.nvml import NvmlSampler, gpu_devices, nvml_status
 from edgebench.telemetry.tegrastats import make_tegrastats_sampler, tegrastats_missing
 
 
 def _make_host(interval_s: float, sysfs_root: str | Path) -> Sampler:
-    from edgebench.telemetry.host import HostSampler
-
     return HostSampler(interval_s=interval_s, sysfs_root=sysfs_root)
 
 
@@ -35,14 +34,10 @@ def _host_missing(sysfs_root: str | Path) -> str | None:
 
 
 def _make_nvml(interval_s: float, sysfs_root: str | Path) -> Sampler:
-    from edgebench.telemetry.nvml import NvmlSampler
-
     return NvmlSampler(interval_s=interval_s)
 
 
 def _nvml_missing(sysfs_root: str | Path) -> str | None:
-    from edgebench.telemetry.nvml import nvml_status
-
     return nvml_status()
 
 
@@ -80,8 +75,6 @@ def make_sampler(name: str, interval_s: float, sysfs_root: str | Path = "/",
     if missing is not None:
         raise ConfigError("profile", "telemetry.samplers", f"sampler {name!r} cannot run here: {missing}")
     if name == "nvml" and placements:
-        from edgebench.telemetry.nvml import NvmlSampler, gpu_devices
-
         return NvmlSampler(interval_s=interval_s, devices=gpu_devices(placements))
     return entry[0](interval_s, sysfs_root)
 

@@ -42,7 +42,7 @@ from edgebench.evaluation.accuracy import compare, reference_outputs  # noqa: E4
 from edgebench.models.artifacts import Artifacts  # noqa: E402
 from edgebench.models.inputs import make_input  # noqa: E402
 from edgebench.models.spec import load_model_spec  # noqa: E402
-from edgebench.pipeline.sweep import ModelCache  # noqa: E402
+from edgebench.pipeline.model_cache import ModelCache  # noqa: E402
 
 ENV = trt_logic.detect_env()
 

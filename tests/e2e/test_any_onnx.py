@@ -149,7 +149,8 @@ def test_accuracy_failure_after_the_window_keeps_the_row(files, tmp_path):
     """Whatever the reference runtime raises, the measured row stays; the reason says accuracy was not compared."""
     from edgebench.models.artifacts import Artifacts
     from edgebench.models.precision import onnx_spec
-    from edgebench.pipeline.sweep import ModelCache, accuracy_fields
+    from edgebench.pipeline.execute import accuracy_fields
+    from edgebench.pipeline.model_cache import ModelCache
 
     spec = onnx_spec(str(files["fixed1"]), shapes="pixels:1x3x8x8")
     models = ModelCache(Artifacts(tmp_path), {}, onnx_specs={spec.name: spec})

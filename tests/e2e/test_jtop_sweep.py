@@ -30,8 +30,9 @@ def inside_main() -> None:
     from edgebench.backends.base import Env
     from edgebench.config.profile import profile_from_dict
     from edgebench.models.artifacts import Artifacts
+    from edgebench.pipeline.model_cache import ModelCache
     from edgebench.pipeline.plan import expand
-    from edgebench.pipeline.sweep import ModelCache, run_sweep
+    from edgebench.pipeline.sweep import run_sweep
     from edgebench.results.store import ResultsStore
 
     fj = FakeJetson("orin_nx")

@@ -137,8 +137,9 @@ def test_crashed_instance_fails_its_row_and_the_sweep_goes_on(tmp_path):
     from edgebench.config.profile import load_profile
     from edgebench.config.run_config import RunConfig
     from edgebench.models.artifacts import Artifacts
+    from edgebench.pipeline.model_cache import ModelCache
     from edgebench.pipeline.plan import PlannedRun
-    from edgebench.pipeline.sweep import ModelCache, run_sweep
+    from edgebench.pipeline.sweep import run_sweep
     from edgebench.results.store import ResultsStore
 
     profile = load_profile("smoke")

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from repo_paths import FIXTURES
 
-from edgebench.pipeline.sweep import telemetry_fields
 from edgebench.telemetry.base import Channel, Timeline
 from edgebench.telemetry.jetson_throttle import (
     JetsonThrottleSampler,
@@ -18,6 +17,7 @@ from edgebench.telemetry.jetson_throttle import (
     jetson_throttle_missing,
     throttle_summary,
 )
+from edgebench.telemetry.row_fields import telemetry_fields
 
 FIXTURE = FIXTURES / "sysfs" / "agx_orin_throttle"
 NEVER_S = 3600.0  # no background tick during a test: only the start() and stop() samples
@@ -152,8 +152,9 @@ def test_a_sweep_row_on_a_hot_board_is_invalid_with_the_cause(board, tmp_path, m
     from edgebench.backends.base import Env
     from edgebench.config.profile import load_profile
     from edgebench.models.artifacts import Artifacts
+    from edgebench.pipeline.model_cache import ModelCache
     from edgebench.pipeline.plan import expand
-    from edgebench.pipeline.sweep import ModelCache, run_sweep
+    from edgebench.pipeline.sweep import run_sweep
     from edgebench.results.store import ResultsStore
 
     put(board, "class/thermal/thermal_zone4/temp", 99500)  # tj-thermal at its passive trip

@@ -253,8 +253,8 @@ def test_version_mismatch_is_a_stated_fault_with_the_fix(sandbox):
 
 
 def test_service_killed_mid_window_keeps_samples_and_invalidates_the_row(sandbox):
-    from edgebench.pipeline.sweep import telemetry_faults
     from edgebench.telemetry.registry import power_summary
+    from edgebench.telemetry.row_fields import telemetry_faults
 
     k = sandbox["killed"]
     tl = _load(k["timeline"])
@@ -310,8 +310,8 @@ def test_power_supply_sensors_never_enter_the_total(tmp_path: Path, rails: dict,
 
 
 def test_fault_prefix_matches_the_sweeps():
-    from edgebench.pipeline.sweep import TELEMETRY_FAULT_PREFIX
     from edgebench.telemetry.jtop import FAULT_PREFIX
+    from edgebench.telemetry.row_fields import TELEMETRY_FAULT_PREFIX
 
     assert FAULT_PREFIX == TELEMETRY_FAULT_PREFIX
 

@@ -120,8 +120,9 @@ def test_a_row_on_two_gpus_reports_the_sum_of_their_energy(nvml_here, tmp_path):
     from edgebench.backends.base import Env
     from edgebench.config.profile import profile_from_dict
     from edgebench.models.artifacts import Artifacts
+    from edgebench.pipeline.model_cache import ModelCache
     from edgebench.pipeline.plan import expand
-    from edgebench.pipeline.sweep import ModelCache, run_sweep
+    from edgebench.pipeline.sweep import run_sweep
     from edgebench.results.store import ResultsStore
 
     profile = profile_from_dict({
@@ -181,7 +182,7 @@ def test_system_json_says_why_without_nvml(monkeypatch):
 
 
 def test_idle_baseline_of_gpu0_is_not_subtracted_from_other_gpus():
-    from edgebench.pipeline.sweep import idle_applies
+    from edgebench.pipeline.idle import idle_applies
 
     one, two = SimpleNamespace(name="nvml", devices=[0]), SimpleNamespace(name="nvml", devices=[0, 1])
     assert idle_applies({"power_scope": "gpu-board"}, [one])
@@ -190,7 +191,7 @@ def test_idle_baseline_of_gpu0_is_not_subtracted_from_other_gpus():
 
 
 def test_int8_rows_name_their_calibration_source():
-    from edgebench.pipeline.sweep import calibration_label
+    from edgebench.pipeline.execute import calibration_label
 
     sidecar = {"calibration": {"source": "synthetic", "seed": 0, "count": 32, "sha256": "ab" * 32}}
     assert calibration_label(sidecar) == "synthetic (32 samples, seed 0, sha256 abababababababab)"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from edgebench.config.profile import load_profile
-from edgebench.pipeline.sweep import idle_baseline, telemetry_fields
+from edgebench.pipeline.idle import idle_baseline
 from edgebench.telemetry.base import Channel, Timeline
+from edgebench.telemetry.row_fields import telemetry_fields
 
 S = 1_000_000_000
 
