@@ -240,6 +240,24 @@ def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path,
     table = out[out.index("SLO search: tiny_cnn/null/fp32/b1 on cpu"):]
     assert "sleep_s=0.002" in table and "sleep_s=0.004" in table
     assert table.count("time-slicing") >= 2
+    # the report: one table line per search, and one figure with both option sets' p99 curves side by side
+    from edgebench.report.load_plots import latency_vs_load_compared
+    from edgebench.report.slo_table import slo_table
+    from edgebench.results.runs import load_runs
+
+    runs = load_runs([run])
+    table = slo_table(runs)
+    assert table is not None and [r["answer"] for r in table.records] == [s["answer"] for s in searches]
+    assert "sleep_s=0.004" in table.to_markdown()
+    (fig,) = latency_vs_load_compared(runs)
+    assert sorted(s.label for s in fig.series) == [f"serial_device={lock};sleep_s={v}, time-slicing"
+                                                   for v in ("0.002", "0.004")]
+    for series in fig.series:
+        sleep = series.label.split("sleep_s=")[1].split(",")[0]
+        mine = {int(r["instances"]): float(r["latency_ms_p99"]) for r in rows
+                if r["options"].endswith(f"sleep_s={sleep}") and r["latency_ms_p99"]}
+        assert {int(p.x): p.y for p in series.points} == mine
+    assert fig.references[0].line_y[0] == 100.0
 
 
 def test_gpu_sharing_modes_are_searched_side_by_side_under_a_private_mps_daemon(tmp_path, artifact_cache, tiny_onnx,
