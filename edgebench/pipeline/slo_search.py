@@ -275,6 +275,12 @@ def search_record(base: RunConfig, result: SloResult) -> dict[str, Any]:
 
 
 def _append_search(path: Path, record: dict[str, Any]) -> None:
+    """One line appended; a file of an older column set (a resumed run) is kept beside it, never mixed."""
+    if path.exists():
+        with open(path, newline="") as fh:
+            header = next(csv.reader(fh), None)
+        if header is not None and tuple(header) != SEARCH_COLUMNS:
+            path.rename(path.with_name(f"{path.stem}.older-columns{path.suffix}"))
     new = not path.exists()
     with open(path, "a", newline="") as fh:
         w = csv.writer(fh)

@@ -288,3 +288,17 @@ def test_gpu_sharing_modes_are_searched_side_by_side_under_a_private_mps_daemon(
             assert [line.split()[0] for line in mps_log.read_text().splitlines()] == ["start", "quit"]
     out = capsys.readouterr().out
     assert "SLO search: tiny_cnn/null/fp32/b1 on cuda:0" in out and "2x cuda:0" in out
+
+
+def test_a_search_line_never_mixes_into_a_file_of_older_columns(tmp_path):
+    from edgebench.pipeline.slo_search import SEARCH_COLUMNS, _append_search
+
+    path = tmp_path / "slo_search.csv"
+    path.write_text("model,max_streams_under_slo\nresnet50,0\n")
+    record = search_record(null_cfg(1, 30.0, 1.0, {}), search_max_streams(scripted(capacity=3)[0], 8, 1))
+    _append_search(path, record)
+    _append_search(path, record)
+    assert (tmp_path / "slo_search.older-columns.csv").read_text() == "model,max_streams_under_slo\nresnet50,0\n"
+    with open(path, newline="") as fh:
+        lines = list(csv.DictReader(fh))
+    assert tuple(lines[0]) == SEARCH_COLUMNS and [r["answer"] for r in lines] == ["3", "3"]
