@@ -5,7 +5,7 @@
 # eager+mps, graph+mps). kernel_profile_steps 0 and no accuracy pass: the measuring processes only measure.
 # One NVIDIA H100/H200 (device kind nvidia-h100-x1 or nvidia-h200), under 8 minutes:
 #   OUT=/path benchmarks/gpu_slo.sh
-# The bench gets BUDGET_S seconds (default 400) and is then interrupted with SIGINT (the orchestrator kills its
+# The bench gets BUDGET_S seconds (default 380) and is then interrupted with SIGINT (the orchestrator kills its
 # instances, the MPS daemon is quit, written rows stay); a search it cut shows as `incomplete` in the table,
 # rebuilt from its probe rows. Knobs (env): START (first stream count, 16), MAX_STREAMS (40, under MPS's 48
 # clients), RATE (30), SLO_MS (33), SHARING (time-slicing,mps), OPTION_SETS ('[{}, {cuda_graph: true}]'),
@@ -13,14 +13,15 @@
 # of this script runs it with the null backend), DURATION_S (1.0) / MAX_DURATION_S (8.0): a probe's window runs
 # until it holds the 662 inferences a p99 needs, within MAX_DURATION_S (at 16 streams of 30/s: 1.4 s).
 # Writes: $OUT/env.log, $OUT/slo.log (the bench's console, its own side-by-side table at the end),
-# $OUT/slo-results.csv, $OUT/slo_search.csv, $OUT/latency_vs_load*.png, and $OUT/slo-table.txt, printed last.
+# $OUT/slo-results.csv, $OUT/slo_search.csv, $OUT/latency_vs_load*.png (report: REPORT_TIMEOUT_S, 45), and
+# $OUT/slo-table.txt, printed last. Worst case about 7.5 min: 380 s bench + 30 s kill grace + 45 s report.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuout}; RUNS=$OUT/runs
 mkdir -p "$OUT" "$RUNS"
 export PYTHONUNBUFFERED=1 EDGEBENCH_CACHE=${EDGEBENCH_CACHE:-/tmp/ebcache}
 PY=${PY:-python3}
-BUDGET_S=${BUDGET_S:-400}; START=${START:-16}; MAX_STREAMS=${MAX_STREAMS:-40}; RATE=${RATE:-30}; SLO_MS=${SLO_MS:-33}
+BUDGET_S=${BUDGET_S:-380}; START=${START:-16}; MAX_STREAMS=${MAX_STREAMS:-40}; RATE=${RATE:-30}; SLO_MS=${SLO_MS:-33}
 SHARING=${SHARING:-time-slicing,mps}; OPTION_SETS=${OPTION_SETS:-'[{}, {cuda_graph: true}]'}
 MODEL=${MODEL:-resnet50}; BACKEND=${BACKEND:-torch}; PRECISION=${PRECISION:-fp16}; ACCEL=${ACCEL:-cuda:0}
 EXTENDS=${EXTENDS:-dgpu}; SAMPLERS=${SAMPLERS:-'[nvml, host]'}
@@ -79,7 +80,7 @@ if [ -z "$dir" ]; then
 fi
 cp "$dir/results.csv" "$OUT/slo-results.csv" 2>/dev/null
 cp "$dir/slo_search.csv" "$OUT/slo_search.csv" 2>/dev/null
-if timeout 90 $PY -m edgebench report "$dir" --out "$OUT/slo-report" --formats png >"$OUT/report.log" 2>&1; then
+if timeout "${REPORT_TIMEOUT_S:-45}" $PY -m edgebench report "$dir" --out "$OUT/slo-report" --formats png --max-timelines 0 >"$OUT/report.log" 2>&1; then
   cp "$OUT"/slo-report/figures/latency_vs_load*.png "$OUT/" 2>/dev/null
   cp "$OUT/slo-report/tables/slo_search.md" "$OUT/" 2>/dev/null
 fi
