@@ -24,7 +24,7 @@ from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.runner.orchestrator import run_instances
-from edgebench.telemetry.registry import make_sampler
+from edgebench.telemetry import registry as sampler_registry
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,7 +108,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row["accuracy_samples"] = len(next(iter(acc_in.values())))  # real data may hold fewer
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    samplers = [sampler_registry.make_sampler(name, interval, placements=cfg.placements)
+                for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
