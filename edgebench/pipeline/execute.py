@@ -20,10 +20,10 @@ from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.results.row_files import write_row_files
+from edgebench.runner import orchestrator
 from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
-from edgebench.runner.orchestrator import run_instances
 from edgebench.telemetry import registry as sampler_registry
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
@@ -112,7 +112,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
                 for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
-        outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
+        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in,
+                                             child_env=sharing.env)
     write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
     if labelled is not None:
         write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
