@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from edgebench.results.reader import typed_row
+
 SUMMARY_COLUMNS = [
     ("model", "model"), ("precision", "prec"), ("batch", "b"), ("instances", "n"), ("placement", "placement"),
     ("mode", "mode"), ("throughput_ips", "img/s"), ("latency_ms_p50", "p50 ms"), ("latency_ms_p99", "p99 ms"),
@@ -16,14 +18,10 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def _fmt(value: Any) -> str:
+def show(value: Any) -> str:
+    """A typed cell (results.reader) for the terminal: '-' when empty, floats to 4 significant digits."""
     if value is None or value == "":
         return "-"
-    if isinstance(value, str):  # rows read back from results.csv are text
-        try:
-            value = int(value) if value.lstrip("-").isdigit() else float(value)
-        except ValueError:
-            return value
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
     return str(value)
@@ -51,7 +49,7 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
     else:
         label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
                  f"{row.get('placement')}/{row.get('mode')}")
-        detail = f"{_fmt(row.get('throughput_ips'))} img/s" if status in ("ok", "invalid") else ""
+        detail = f"{show(typed_row(row).get('throughput_ips'))} img/s" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
     console = _rich_console()
@@ -63,9 +61,10 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
 
 
 def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") -> str:
-    """The end-of-run table (also returned as plain text so callers can log it)."""
+    """The end-of-run table of typed rows, e.g. ResultsStore.records() (also returned as plain text so callers can
+    log it)."""
     header = [h for _, h in SUMMARY_COLUMNS]
-    body = [[_fmt(r.get(k)) for k, _ in SUMMARY_COLUMNS] for r in rows]
+    body = [[show(r.get(k)) for k, _ in SUMMARY_COLUMNS] for r in map(typed_row, rows)]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
     lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]

@@ -84,12 +84,10 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
     return SloResult(good, bad is None, order)
 
 
-def _as_probe(streams: int, row: dict[str, Any]) -> Probe:
-    """A probe from a row, either just written (typed values) or read back from results.csv (text)."""
-    p99 = row.get("latency_ms_p99")
-    p99_ms = float(p99) if p99 not in (None, "") else None
-    met = row.get("slo_met")
-    return Probe(streams, met is True or met == "true", p99_ms, str(row.get("status", "")), str(row.get("reason") or ""))
+def probe_of(streams: int, row: dict[str, Any]) -> Probe:
+    """A probe from a typed row: one just assembled, or one of store.records()."""
+    return Probe(streams, row.get("slo_met") is True, row.get("latency_ms_p99"), str(row.get("status") or ""),
+                 str(row.get("reason") or ""))
 
 
 def probe_config(base: RunConfig, streams: int, threads: int) -> RunConfig:
@@ -124,9 +122,9 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
             written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
                                 idle_power_w=idle_power_w, on_start=on_start)
             if written:
-                return _as_probe(n, written[0])
-            done = [r for r in store.rows() if r.get("config_hash") == cfg.config_hash()]
-            return _as_probe(n, done[-1]) if done else Probe(n, False, None, "missing", "no row")
+                return probe_of(n, written[0])
+            done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]
+            return probe_of(n, done[-1]) if done else Probe(n, False, None, "missing", "no row")
 
         result = search_max_streams(probe, max_streams, start)
         results.append(result)

@@ -1,4 +1,4 @@
-"""Open-loop (fixed-rate) rows: offered vs achieved rate, queueing vs service time, the SLO verdict.
+"""Open-loop (fixed-rate) rows: offered vs achieved rate, queueing vs service time (the SLO verdict: results.row).
 
 A fixed-rate instance stores, per inference, its scheduled arrival (start_ns), when it really began
 (issued_ns) and its end (end_ns); see runner.worker.measure_fixed_rate. Latency is end - arrival, so
@@ -15,11 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config.run_config import RunConfig
     from edgebench.runner.metrics import Summary
     from edgebench.runner.orchestrator import InstanceResult
-
-
-def slo_met(p99_ms: float | None, slo_ms: float, status: str) -> bool:
-    """A probe meets its SLO only when it is a valid measurement whose p99 was measured and is <= slo_ms."""
-    return status == "ok" and p99_ms is not None and p99_ms <= slo_ms
 
 
 def load_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Summary) -> dict[str, Any]:

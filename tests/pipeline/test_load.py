@@ -18,8 +18,9 @@ from edgebench.config.run_config import RunConfig
 from edgebench.errors import ConfigError
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.pipeline.slo_search import Probe, search_max_streams
+from edgebench.results.row import slo_met
 from edgebench.runner import worker
-from edgebench.runner.load import load_fields, slo_met
+from edgebench.runner.load import load_fields
 from edgebench.runner.metrics import summarize
 from edgebench.runner.orchestrator import run_instances
 
