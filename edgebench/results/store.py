@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.results.reader import HEADER_LINE, cells_of, csv_line, parse_cell, read_cells, read_rows, split_lines
+from edgebench.results.reader import (
+    HEADER_LINE,
+    cells_of,
+    csv_line,
+    parse_cell,
+    read_cells,
+    read_rows,
+    split_lines,
+)
 from edgebench.results.schema import COLUMN_NAMES, COLUMN_TYPES, ColumnTypeError, type_problem
 
 RESULTS = "results.csv"
