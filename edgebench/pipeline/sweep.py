@@ -4,7 +4,8 @@ One row is appended (and fsynced) as soon as it is known; a config that fails be
 `failed` row with its reason and the sweep goes on. Per-row details (latencies, telemetry,
 artifact sidecars) go to runs/<run-id>/rows/<index>-<config_hash>/.
 
-The loop only: pipeline/execute.py measures one config, pipeline/model_cache.py holds what rows share.
+The loop only: pipeline/execute.py measures one config and hands over the parts of its row, results/row.py
+assembles them (one writer per column), pipeline/model_cache.py holds what rows share.
 """
 
 from __future__ import annotations
