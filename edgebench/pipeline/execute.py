@@ -54,16 +54,16 @@ def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[st
                                     f"tensor cores; top: {top}"}
 
 
-def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, identity: dict[str, Any],
+def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             idle_power_w: float | None = None) -> RowParts:
-    """Measure one config; returns the parts of its row (results.row assembles them). Raises EdgebenchError on
-    bad input."""
+    """Measure one config; returns the parts of its row beyond the identity (the sweep adds that; results.row
+    assembles them). Raises EdgebenchError on bad input."""
 
     spec = models.spec(cfg.model)
     artifact = models.variant(spec, cfg.precision)
     backend = get_backend(cfg.backend)
     prepared = backend.prepare(cfg, artifact, models.artifacts)
-    parts = RowParts(identity, setup={
+    parts = RowParts(setup={
         "weights": _weights_cell(spec, artifact),
         "onnx_sha256": artifact.sha256,
         "artifact_dir": str(row_dir.relative_to(row_dir.parent.parent)),

@@ -92,7 +92,9 @@ def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path
     try:
         if (effective := power.switch(cfg.power_mode)) is not None:
             ident["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
-        return execute(cfg, profile, models, row_dir, ident, idle_power_w)
+        parts = execute(cfg, profile, models, row_dir, idle_power_w)
+        parts.identity = ident
+        return parts
     except EdgebenchError as exc:
         return RowParts(ident, verdict=Verdict(failure=str(exc)))
     except Exception as exc:  # an internal bug must not cost the sweep its other rows

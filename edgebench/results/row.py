@@ -89,7 +89,7 @@ class Verdict:
 
 @dataclass
 class RowParts:
-    identity: dict[str, Any]
+    identity: dict[str, Any] = field(default_factory=dict)  # identity(): the sweep adds it to what execute measured
     setup: dict[str, Any] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
