@@ -21,7 +21,7 @@ from edgebench.pipeline.model_cache import ModelCache
 from edgebench.results.row import IdleBaseline, RowParts
 from edgebench.results.row_files import write_row_files
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
-from edgebench.runner.load import load_fields
+from edgebench.runner.load import load_fields, slo_fields
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.telemetry import registry
@@ -98,7 +98,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if outcome.status != "ok":
         parts.verdict.failure = outcome.reason
         if cfg.slo_ms is not None:
-            parts.load = {"slo_ms": cfg.slo_ms}
+            failed = {"slo_ms": cfg.slo_ms, "slo_met": False, "slo_verdict": "failed"}
+            parts.slo = lambda _status, _reason: (failed, "")
         return parts
 
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
@@ -119,6 +120,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         parts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
     parts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
     parts.load = load_fields(cfg, outcome.instances, summary)
+    if cfg.slo_ms is not None:  # met / missed / unmeasured (too few inferences for a p99 is never a miss)
+        parts.slo = lambda status, reason: slo_fields(cfg, outcome.instances, summary, status, reason)
     if cfg.kernel_profile_steps > 0:
         parts.kernels = kernel_fields(outcome.kernels, outcome.kernels_note)
     if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv

@@ -106,7 +106,8 @@ def series_from_rows(label: str, rows: list[dict[str, Any]], x_col: str, y_col: 
         if y is None and status != "failed":
             empty += 1
             continue
-        s.points.append(Point(x, y, status, row.get("row_index", ""), row.get("reason") or ""))
+        index = row.get("row_index")
+        s.points.append(Point(x, y, status, "" if index is None else str(index), row.get("reason") or ""))
         if status == "ok" and y is not None:
             ok_by_x[x].append(y)
     s.points.sort(key=lambda p: p.x)

@@ -39,11 +39,12 @@ def csv_line(cells: Iterable[str]) -> str:
 HEADER_LINE = csv_line(COLUMN_NAMES)
 
 
-def parse_cell(name: str, text: str) -> Any:
-    """The typed value of one cell of column `name`; ValueError says what the text is not."""
+def parse_cell(name: str, text: str, types: Mapping[str, type] = COLUMN_TYPES) -> Any:
+    """The typed value of one cell of column `name` (its type from `types`, the schema's by default; text when it
+    has none); ValueError says what the text is not."""
     if text == "":
         return None
-    kind = COLUMN_TYPES.get(name, str)
+    kind = types.get(name, str)
     if kind is str:
         return text
     if kind is bool:
@@ -62,13 +63,14 @@ def parse_cell(name: str, text: str) -> Any:
     return None if math.isnan(value) else value
 
 
-def typed_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any]:
-    """A copy of `row` with every text cell of a schema column read as its type; other values kept as they are."""
+def typed_row(row: Mapping[str, Any], where: str = "row", types: Mapping[str, type] = COLUMN_TYPES) -> dict[str, Any]:
+    """A copy of `row` with every text cell of a typed column (`types`: the schema's by default) read as its type;
+    other values kept as they are."""
     out: dict[str, Any] = {}
     for name, value in row.items():
-        if isinstance(value, str) and name in COLUMN_TYPES:
+        if isinstance(value, str) and name in types:
             try:
-                value = parse_cell(name, value)
+                value = parse_cell(name, value, types)
             except ValueError as exc:
                 raise EdgebenchError(f"{where}: column {name!r}: {exc}") from None
         out[name] = value
@@ -105,13 +107,15 @@ def read_rows(path: Path | str) -> list[dict[str, Any]]:
     return [typed_row(r, f"{path} row {i + 1}") for i, r in enumerate(rows)]
 
 
-def read_table(path: Path | str, required: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Typed rows of any results table with a header (the report reads older or hand-made ones too: columns may
-    be missing or extra); a missing `required` column is one EdgebenchError naming the file."""
+def read_table(path: Path | str, required: tuple[str, ...] = (),
+               types: Mapping[str, type] = COLUMN_TYPES) -> list[dict[str, Any]]:
+    """Typed rows of any table with a header: results.csv (the report reads older or hand-made ones too: columns may
+    be missing or extra), or a table of other columns whose types are given (slo_search.csv); a missing `required`
+    column is one EdgebenchError naming the file."""
     path = Path(path)
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
             raise EdgebenchError(f"{path}: missing column(s) {', '.join(missing)}")
-        return [typed_row(r, f"{path} line {i + 2}") for i, r in enumerate(reader)]
+        return [typed_row(r, f"{path} line {i + 2}", types) for i, r in enumerate(reader)]

@@ -12,6 +12,8 @@ The pipeline hands over what it has, as plain dicts (`RowParts`); each part clai
   accuracy   agreement with the FP32 reference (evaluation.accuracy.row_fields)
   labelled   the labelled data set and its scores (models.labelled)
   kernels    tensor-core evidence from a kernel profile (pipeline.execute.kernel_fields)
+  slo        an SLO probe's slo_ms / slo_met / slo_verdict (runner.load.slo_fields): the one part that depends on
+             the outcome, so it comes as a function of (status, reason so far) that the outcome step calls
 
 A column claimed by two parts is refused (RowAssemblyError names the column and both parts), and every value must
 have its column's type (schema.type_problem; ColumnTypeError names the column and the part). Where two writers of
@@ -19,6 +21,7 @@ one column are legitimate the choice is a rule stated here, never the order of d
 
   tensor_core_evidence  the kernel profile's text when a profile ran (it saw the kernels that ran), else the
                         backend's (TensorRT: the layer precisions the engine builder chose)
+  slo_ms                the SLO part's (load states the same configured bound)
   telemetry columns     per column, the first sampler in the profile's order that measured it (dgpu lists nvml
                         before host: GPU power fills the row); except
     throttled           true when any sampler reported throttling (nvml clock-event reasons, Jetson sysfs
@@ -26,19 +29,19 @@ one column are legitimate the choice is a rule stated here, never the order of d
     throttle_reasons    every sampler's reasons, ';'-joined in the profile's order
     telemetry_source    every sampler, '+'-joined in the profile's order
 
-Derived after the parts (each from columns already in the row):
-  energy_per_inference_mj (energy_j / samples) and, with an idle baseline that applies to the row,
-  power_w_idle and energy_per_inference_dynamic_mj; slo_met from status, latency_ms_p99 and slo_ms.
+Derived after the parts (each from columns already in the row): energy_per_inference_mj (energy_j / samples)
+and, with an idle baseline that applies to the row, power_w_idle and energy_per_inference_dynamic_mj.
 
 status and reason are not columns a part writes but the row's Outcome, built by explicit steps in one order
-(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing notes) | the runner's judgment, then
-invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing, layer profile, accuracy vs
-FP32, accuracy vs labels.
+(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing notes; then the SLO part) | the
+runner's judgment, then invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing; the SLO
+part, judged on the status and reason so far, and its note; layer profile, accuracy vs FP32, accuracy vs labels.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,12 +49,14 @@ from edgebench import __version__
 from edgebench.config.run_config import RunConfig
 from edgebench.results.schema import COLUMN_NAMES, ColumnTypeError, type_problem
 
-PART_ORDER = ("identity", "setup", "backend", "metrics", "telemetry", "load", "accuracy", "labelled", "kernels")
+PART_ORDER = ("identity", "setup", "backend", "metrics", "telemetry", "load", "accuracy", "labelled", "kernels",
+              "slo")
 OUTCOME_COLUMNS = ("status", "reason")
-DERIVED = {"energy_per_inference_mj": "energy", "power_w_idle": "energy",
-           "energy_per_inference_dynamic_mj": "energy", "slo_met": "slo"}
+DERIVED = {"energy_per_inference_mj": "energy", "power_w_idle": "energy", "energy_per_inference_dynamic_mj": "energy"}
 # columns two parts may both write, and the part whose non-empty value wins (the rule in the docstring)
-PREFERRED = {"tensor_core_evidence": ("kernels", "backend")}
+PREFERRED = {"tensor_core_evidence": ("kernels", "backend"), "slo_ms": ("slo", "load")}
+# the SLO part: (status, reason so far) -> (slo columns, a note for the reason or "")
+SloJudge = Callable[[str, str], tuple[dict[str, Any], str]]
 TELEMETRY_JOINED = {"throttle_reasons": ";", "telemetry_source": "+"}
 
 
@@ -98,6 +103,7 @@ class RowParts:
     accuracy: dict[str, Any] = field(default_factory=dict)
     labelled: dict[str, Any] = field(default_factory=dict)
     kernels: dict[str, Any] = field(default_factory=dict)
+    slo: SloJudge | None = None
     idle: IdleBaseline | None = None
     verdict: Verdict = field(default_factory=Verdict)
 
@@ -152,23 +158,31 @@ class Outcome:
         return "; ".join(self.reasons)
 
 
-def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | None) -> Outcome:
-    """The row's status and reason, in the one order the module docstring states."""
+def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | None,
+            slo: SloJudge | None = None) -> tuple[Outcome, dict[str, Any]]:
+    """The row's status and reason, in the one order the module docstring states, and the SLO part's columns."""
+    slo_fields: dict[str, Any] = {}
     if verdict.skip_reason is not None:
-        return Outcome("skipped", verdict.skip_reason)
+        return Outcome("skipped", verdict.skip_reason), slo_fields
     if verdict.failure is not None or verdict.judged is None:
         out = Outcome.failed(verdict.failure or "no measurement")
         for note in verdict.sharing_notes:
             out.note(note)
-        return out
-    out = Outcome(*verdict.judged)
-    for fault in verdict.telemetry_faults:
-        out.invalidate(fault)
-    if throttled:
-        out.invalidate(f"device throttled: {throttle_reasons}")
-    for note in (*verdict.sharing_notes, verdict.layer_profile_note, *verdict.accuracy_notes, verdict.labels_note):
-        out.note(note)
-    return out
+    else:
+        out = Outcome(*verdict.judged)
+        for fault in verdict.telemetry_faults:
+            out.invalidate(fault)
+        if throttled:
+            out.invalidate(f"device throttled: {throttle_reasons}")
+        for note in verdict.sharing_notes:
+            out.note(note)
+    if slo is not None:
+        slo_fields, slo_note = slo(out.status, out.reason)
+        out.note(slo_note)
+    if out.status != "failed":
+        for note in (verdict.layer_profile_note, *verdict.accuracy_notes, verdict.labels_note):
+            out.note(note)
+    return out, slo_fields
 
 
 # ----------------------------------------------------------------------------------------------- the parts
@@ -206,9 +220,11 @@ def assemble_row(parts: RowParts) -> Row:
     """The row of results.csv from its parts (module docstring: who writes what, the rules, the outcome)."""
     row = Row()
     claims: dict[str, list[tuple[str, Any]]] = {}
+    telemetry = merge_telemetry(parts.telemetry)
+    result, slo = outcome(parts.verdict, telemetry.get("throttled"), telemetry.get("throttle_reasons"), parts.slo)
     named = {"identity": parts.identity, "setup": parts.setup, "backend": parts.backend, "metrics": parts.metrics,
-             "telemetry": merge_telemetry(parts.telemetry), "load": parts.load, "accuracy": parts.accuracy,
-             "labelled": parts.labelled, "kernels": parts.kernels}
+             "telemetry": telemetry, "load": parts.load, "accuracy": parts.accuracy, "labelled": parts.labelled,
+             "kernels": parts.kernels, "slo": slo}
     for part in PART_ORDER:
         for name, value in _checked(part, named[part]).items():
             claims.setdefault(name, []).append((part, value))
@@ -224,11 +240,8 @@ def assemble_row(parts: RowParts) -> Row:
             value = by_part.get(part)
         _put(row, name, value, part)
     _derive_energy(row, parts.idle)
-    result = outcome(parts.verdict, row.get("throttled"), row.get("throttle_reasons"))
     _put(row, "status", result.status, "outcome")
     _put(row, "reason", result.reason, "outcome")
-    if row.get("slo_ms") is not None:
-        _put(row, "slo_met", slo_met(row.get("latency_ms_p99"), row["slo_ms"], result.status), "slo")
     return row
 
 
@@ -249,8 +262,3 @@ def _derive_energy(row: Row, idle: IdleBaseline | None) -> None:
     _put(row, "power_w_idle", idle.power_w, "energy")
     dynamic_j = (power_w - idle.power_w) * row["window_s"]
     _put(row, "energy_per_inference_dynamic_mj", dynamic_j * 1000.0 / samples, "energy")
-
-
-def slo_met(p99_ms: float | None, slo_ms: float, status: str) -> bool:
-    """A probe meets its SLO only when it is a valid measurement whose p99 was measured and is <= slo_ms."""
-    return status == "ok" and p99_ms is not None and p99_ms <= slo_ms

@@ -18,9 +18,8 @@ from edgebench.config.run_config import RunConfig
 from edgebench.errors import ConfigError
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.pipeline.slo_search import Probe, search_max_streams
-from edgebench.results.row import slo_met
 from edgebench.runner import worker
-from edgebench.runner.load import load_fields
+from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import summarize
 from edgebench.runner.orchestrator import run_instances
 
@@ -124,7 +123,7 @@ def test_search_finds_the_largest_count_that_meets_with_each_count_probed_once(c
 
     def probe(n: int) -> Probe:
         calls.append(n)
-        return Probe(n, n <= capacity, float(n), "ok")
+        return Probe(n, "met" if n <= capacity else "missed", float(n), "ok")
 
     result = search_max_streams(probe, max_streams, start)
     assert result.max_streams == min(capacity, max_streams)

@@ -100,7 +100,9 @@ def test_every_consumer_reads_the_same_typed_rows(sweep, capsys):
     capsys.readouterr()
     ok = next(r for r in typed if r["status"] != "skipped")
     probe = probe_of(2, ok)
-    assert probe.p99_ms == ok["latency_ms_p99"] and probe.met is False and probe.status == ok["status"]
+    assert probe.p99_ms == ok["latency_ms_p99"] and probe.status == ok["status"]
+    assert probe.verdict == "missed"  # a closed-loop row has no slo_verdict / slo_met: never counted as met
+    assert probe_of(3, {**ok, "slo_verdict": "unmeasured", "slo_met": None}).verdict == "unmeasured"
     assert ResultsStore(run).done_hashes() == {r["config_hash"] for r in typed}  # failed rows would be re-run
 
 

@@ -87,8 +87,8 @@ def test_two_writers_of_one_column_are_refused_naming_both():
 def test_status_reason_and_derived_columns_are_no_parts_to_write():
     with pytest.raises(RowAssemblyError, match=r"part 'accuracy' wrote column 'reason', which only the outcome"):
         assemble_row(parts(accuracy={"reason": "x"}))
-    with pytest.raises(RowAssemblyError, match=r"part 'load' wrote column 'slo_met', which only the slo step"):
-        assemble_row(parts(load={"slo_met": True}))
+    with pytest.raises(RowAssemblyError, match=r"part 'load' wrote column 'power_w_idle', which only the energy step"):
+        assemble_row(parts(load={"power_w_idle": 3.0}))
     with pytest.raises(RowAssemblyError, match=r"'latency_p50_ms', which is not a results column"):
         assemble_row(parts(backend={"latency_p50_ms": 1.0}))
 
@@ -163,15 +163,28 @@ def test_outcome_steps_apply_in_their_stated_order():
     assert (skipped["status"], skipped["reason"]) == ("skipped", "fp16 needs a GPU")
 
 
-def test_slo_met_follows_the_final_status():
-    met = assemble_row(parts(load={"slo_ms": 20.0}))
-    assert met["slo_met"] is True and met.writers["slo_met"] == "slo"
-    assert assemble_row(parts(load={"slo_ms": 10.0}))["slo_met"] is False  # p99 12.5 > 10
-    throttled = assemble_row(parts(load={"slo_ms": 20.0}, telemetry=[("nvml", {"throttled": True})]))
-    assert throttled["status"] == "invalid" and throttled["slo_met"] is False  # invalidated after the judgment
-    failed = assemble_row(RowParts(dict(IDENT), load={"slo_ms": 20.0}, verdict=Verdict(failure="died")))
-    assert failed["slo_met"] is False and failed["slo_ms"] == 20.0
-    assert "slo_met" not in assemble_row(parts())
+def test_the_slo_part_is_judged_on_the_outcome_so_far_and_its_note_goes_in_order():
+    seen = []
+
+    def judge(status: str, reason: str) -> tuple[dict, str]:
+        seen.append((status, reason))
+        met = status == "ok"
+        return {"slo_ms": 20.0, "slo_met": met, "slo_verdict": "met" if met else "unmeasured"}, "" if met else "slo: x"
+
+    verdict = Verdict(judged=("ok", ""), sharing_notes=["mps: y"], layer_profile_note="layer profile not written: z")
+    row = assemble_row(parts(load={"slo_ms": 20.0, "offered_rate_hz": 30.0}, slo=judge, verdict=verdict,
+                             telemetry=[("nvml", {"throttled": True, "throttle_reasons": "hw"})]))
+    assert seen == [("invalid", "device throttled: hw; mps: y")]  # after the invalidations and sharing notes
+    assert row["reason"] == "device throttled: hw; mps: y; slo: x; layer profile not written: z"
+    assert (row["slo_met"], row["slo_verdict"], row["slo_ms"]) == (False, "unmeasured", 20.0)
+    assert row.writers["slo_ms"] == "slo" and row.writers["offered_rate_hz"] == "load"  # the stated rule for slo_ms
+    met = assemble_row(parts(slo=judge))
+    assert met["slo_met"] is True and met["status"] == "ok" and met["reason"] is None
+    failed = assemble_row(RowParts(dict(IDENT), slo=lambda s, r: ({"slo_met": False, "slo_verdict": "failed"}, ""),
+                                   verdict=Verdict(failure="died")))
+    assert (failed["status"], failed["slo_verdict"]) == ("failed", "failed")
+    with pytest.raises(ColumnTypeError, match="column 'slo_met' written by part 'slo'"):
+        assemble_row(parts(slo=lambda s, r: ({"slo_met": "true"}, "")))
 
 
 def test_energy_per_sample_and_dynamic_energy_only_where_the_idle_baseline_applies():
