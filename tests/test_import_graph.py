@@ -228,11 +228,12 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "evaluation": LOWEST | {"config", "models"},
     "backends": LOWEST | {"config", "models", "device", "evaluation"},
     "runner": LOWEST | {"config", "models", "backends", "telemetry", "evaluation", "device"},
-    "results": LOWEST | {"config", "runner"},  # runner: the outcome type the per-row files are written from
+    "results": LOWEST | {"config"},  # the row's parts come in as plain dicts/dataclasses
     "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                           "results"},
     "report": LOWEST | {"config", "results", "backends"},  # backends: trt_layers' per-layer CSV format
-    "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation"},
+    "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation",
+                          "results"},  # results.reader: the console shows typed rows
     "remote": LOWEST | {"config", "models", "commands"},
     "cli": LOWEST | {"commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                      "pipeline", "results", "report", "remote"},
