@@ -47,6 +47,7 @@ def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
         "run_id": run_id,
         "row_index": index,
         "config_hash": cfg.config_hash(),
+        "repeat": cfg.repeat,
         "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": cfg.model,
         "backend": cfg.backend,

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.results.schema import STATUSES
+from edgebench.results.schema import COLUMN_NAMES, STATUSES
+from edgebench.results.store import COLUMNS_NOTE, missing_reason, written_by
 
 CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options")
 _GPU_NOTE = re.compile(r"nvml device \d+: ([^,;|]+)")
@@ -41,6 +42,12 @@ class Run:
     profile: dict[str, Any] | None = None
     label: str = ""
     notes: list[str] = field(default_factory=list)  # stated absences (no system.json, ...)
+    missing_columns: list[str] = field(default_factory=list)  # columns of this version the run's results.csv lacks
+
+    @property
+    def written_by(self) -> str:
+        """The edgebench version(s) that wrote the rows (their edgebench_version), else system.json's."""
+        return written_by(self.rows) or str((self.system or {}).get("edgebench_version") or "not recorded")
 
     @property
     def run_id(self) -> str:
@@ -85,8 +92,21 @@ def load_run(path: Path | str) -> Run:
         missing = [c for c in ("model", "backend", "precision", "batch", "status") if c not in (reader.fieldnames or [])]
         if missing:
             raise EdgebenchError(f"{results}: missing column(s) {', '.join(missing)}")
-        rows = [dict(r) for r in reader]
-    run = Run(path=path, rows=rows)
+        names = list(reader.fieldnames or [])
+        rows = [{c: "" for c in COLUMN_NAMES} | {k: v for k, v in r.items() if k is not None} for r in reader]
+    run = Run(path=path, rows=rows, missing_columns=[c for c in COLUMN_NAMES if c not in names])
+    if run.missing_columns:
+        run.notes.append(f"results.csv written by edgebench {written_by(rows) or '(version not recorded)'} has no "
+                         f"{', '.join(run.missing_columns)}: empty here ({missing_reason(written_by(rows))})")
+    upgrade_note = path / COLUMNS_NOTE
+    if upgrade_note.exists():
+        try:
+            up = json.loads(upgrade_note.read_text())
+            run.notes.append(f"results.csv upgraded by --resume from edgebench {up.get('upgraded_from') or '?'} "
+                             f"(original kept as {up.get('kept_as')}); {len(up.get('empty_columns') or {})} column(s) "
+                             f"empty in its {up.get('rows')} earlier row(s): {', '.join(up.get('empty_columns') or {})}")
+        except (OSError, json.JSONDecodeError, AttributeError) as exc:
+            run.notes.append(f"{upgrade_note}: unreadable ({exc})")
     system_path = path / "system.json"
     if system_path.exists():
         try:
