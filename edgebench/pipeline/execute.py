@@ -12,6 +12,7 @@ from edgebench.backends.registry import get_backend
 from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
+from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.evaluation.tensorcores import kernel_summary
 from edgebench.models.inputs import describe_inputs
@@ -24,6 +25,13 @@ from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.runner.orchestrator import run_instances
+from edgebench.telemetry.power_calibration import (
+    PowerCalibration,
+    calibrated_fields,
+    for_board,
+    parse_calibration,
+    read_calibration_file,
+)
 from edgebench.telemetry.registry import make_sampler
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
@@ -149,6 +157,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             row["power_w_idle"] = idle_power_w
             dynamic_j = (row["power_w_mean"] - idle_power_w) * summary.window_s
             row["energy_per_inference_dynamic_mj"] = dynamic_j * 1000.0 / summary.samples
+    if row.get("power_w_mean") is not None or profile.power.get("calibration") or profile.power.get("calibration_file"):
+        row.update(calibrated_fields(row, *power_calibration(profile)))
     if faults := telemetry_faults(outcome.timelines):
         row["status"] = "invalid"
         row["reason"] = "; ".join(r for r in (row["reason"], *faults) if r)
@@ -173,6 +183,20 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         except ValueError as exc:
             row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy vs labels not scored: {exc}") if r)
     return row
+
+
+def power_calibration(profile: Profile, board: str | None = None) -> tuple[PowerCalibration | None, str]:
+    """(the profile's power calibration for this board, or None and why when a file has none for it)."""
+    power = profile.power
+    if power.get("calibration"):
+        return parse_calibration(power["calibration"], profile.source, "power.calibration",
+                                 f"profile {profile.name}"), ""
+    if power.get("calibration_file"):
+        boards = read_calibration_file(power["calibration_file"])
+        board = board_name() if board is None else board
+        cal = for_board(boards, board)
+        return cal, "" if cal else f"none: {power['calibration_file']} has no entry for board {board or '(unreadable)'!r}"
+    return None, ""
 
 
 def layer_profile_note(prepared: Any, row_dir: Path) -> str:

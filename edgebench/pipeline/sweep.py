@@ -20,6 +20,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
 from edgebench.errors import EdgebenchError
+from edgebench.pipeline.cooldown import Thermal
 from edgebench.pipeline.execute import base_row, execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
@@ -47,7 +48,8 @@ def run_sweep(
     """Run every planned config not already done in `store`; returns the rows written now.
 
     Rows with a `power_mode` switch the Jetson's nvpmodel mode before they run (once per group) and the
-    original mode and clocks are restored when the sweep ends, however it ends (edgebench.device.power_modes)."""
+    original mode and clocks are restored when the sweep ends, however it ends (edgebench.device.power_modes).
+    With cooldown.enabled each row after the first waits for the idle temperature and clock (pipeline/cooldown)."""
 
     done = store.done_hashes()
     todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
@@ -61,6 +63,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
     done = store.done_hashes()
     next_index = len(store.rows())
     written: list[dict[str, Any]] = []
+    thermal = Thermal(profile.cooldown, gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
     for i, p in enumerate(planned):
         cfg = p.cfg
         if cfg.config_hash() in done:
@@ -77,7 +80,11 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             try:
                 if (effective := power.switch(cfg.power_mode)) is not None:
                     row["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
-                row.update(execute(cfg, profile, models, row_dir, idle_power_w))
+                row.update(thermal.before_row())
+                try:
+                    row.update(execute(cfg, profile, models, row_dir, idle_power_w))
+                finally:
+                    row.update(thermal.after_row())
             except EdgebenchError as exc:
                 row.update(status="failed", reason=str(exc))
             except Exception as exc:  # an internal bug must not cost the sweep its other rows

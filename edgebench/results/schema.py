@@ -103,7 +103,7 @@ COLUMNS: list[Column] = [
     Column("gpu_util_pct_mean", "%", "mean GPU utilization over the window (GPU samplers only)"),
     Column("gpu_temp_c_max", "C", "highest GPU temperature inside the window (GPU samplers only)"),
     Column("gpu_sm_clock_mhz_mean", "MHz", "mean SM clock inside the window (GPU samplers only)"),
-    Column("temp_c_start", "C", "GPU/SoC temperature just before the row's instances started (after any cooldown)"),
+    Column("temp_c_start", "C", "GPU/SoC temperature read after any cooldown, before the row was prepared and its instances started"),
     Column("temp_c_end", "C", "GPU/SoC temperature read when the row's measurement returned (its instances stopped)"),
     Column("cooldown_s", "s", "seconds the sweep waited before this row for the temperature and clock to return "
                               "near the idle baseline (run.cooldown; empty when cooldown is off)"),
