@@ -46,8 +46,13 @@ class Run:
 
     @property
     def written_by(self) -> str:
-        """The edgebench version(s) that wrote the rows (their edgebench_version), else system.json's."""
-        return written_by(self.rows) or str((self.system or {}).get("edgebench_version") or "not recorded")
+        """The edgebench version(s) that wrote the rows (their edgebench_version, else system.json's), its git
+        commit when system.json has one, and how many of this version's columns its results.csv has."""
+        version = written_by(self.rows) or str((self.system or {}).get("edgebench_version") or "not recorded")
+        commit = str(((self.system or {}).get("git") or {}).get("commit") or "")[:12]
+        have = len(COLUMN_NAMES) - len(self.missing_columns)
+        return (f"{version}" + (f" (git {commit})" if commit else "")
+                + (f", {have} of {len(COLUMN_NAMES)} columns" if self.missing_columns else ""))
 
     @property
     def run_id(self) -> str:
