@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench import __version__
+from edgebench.report.anchors import load_anchors, match_anchors
 from edgebench.report.comparability import summary_lines
 from edgebench.report.layers import write_layer_page
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
@@ -121,6 +122,26 @@ def comparability_blocks(runs: list[Run]) -> list[tuple]:
     return b
 
 
+def anchor_blocks(runs: list[Run]) -> list[tuple]:
+    """Published results (references/*.yaml) beside matching rows, or why no row matches one."""
+    anchors = load_anchors()
+    if not anchors:
+        return []
+    matches, unmatched = match_anchors(runs, anchors)
+    b: list[tuple] = [("h2", "Reference anchors (published results)")]
+    for m in matches:
+        a = m.anchor
+        b.append(("p", [f"{a.benchmark}, {a.system}, {a.scenario}: {a.metric} {a.value:g} {a.unit} published; "
+                        f"row {m.row.get('row_index')} of {m.run.label}: {m.measured:.4g} ({m.ratio:.3g}x). "
+                        f"Source: {a.provenance.get('repository')}@{a.provenance.get('commit', '')[:12]} "
+                        f"{a.provenance.get('result_file')}"]))
+        b.append(("ul", [[f"differs: {d}"] for d in m.differences] or [["no setup difference recorded"]]))
+    if unmatched:
+        b.append(("p", ["Not compared (only matching setups are):"]))
+        b.append(("ul", [[line] for line in unmatched]))
+    return b
+
+
 def _rel(report: Report, path: Path) -> str:
     return path.relative_to(report.out_dir).as_posix()
 
@@ -153,6 +174,7 @@ def summary_blocks(report: Report) -> list[tuple]:
                          for status, reason, n, idx in reasons]))
     if not any_reason:
         b.append(("p", ["every row is ok"]))
+    b += anchor_blocks(report.runs)
     b.append(("h2", "Tables"))
     items = []
     for table in report.tables:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from edgebench.report.accuracy_table import accuracy_table
+from edgebench.report.anchors import anchors_table, load_anchors, match_anchors
 from edgebench.report.compare import cross_run_table
 from edgebench.report.intervals import METHOD, Interval, median_ci
 from edgebench.report.repeats_table import repeats_table
@@ -225,4 +226,7 @@ def all_tables(runs: list[Run]) -> list[Table]:
         tables.append(accuracy)
     if len(runs) > 1:
         tables.append(cross_run_table(runs))
+    matches, _unmatched = match_anchors(runs, load_anchors())
+    if matches:  # only when a row's setup matches a published result (the summary says why not otherwise)
+        tables.append(anchors_table(matches))
     return tables
