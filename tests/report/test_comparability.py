@@ -96,3 +96,6 @@ def test_report_lists_the_differences_at_the_top(tmp_path):
     assert "written by edgebench" in md
     cross = (tmp_path / "rep" / "tables" / "cross_run.csv").read_text()
     assert "setup_vs_reference" in cross and "CONFOUNDED" in cross
+    side_by_side = [f for f in rep.figures if not f.name.startswith("power_timeline")]
+    assert side_by_side and all("runs differ in: onnxruntime (1.17.0 vs 1.18.1); threads per instance (1 vs 2)"
+                                in f.caption for f in side_by_side)
