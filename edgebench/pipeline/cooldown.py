@@ -107,9 +107,10 @@ class Thermal:
             if self.probe is None:
                 fields.update(cooldown_s=0.0, cooldown_note=f"not waited: no thermal probe ({self.why_none})")
             elif self.rows_done == 0:
-                fields.update(cooldown_s=0.0, cooldown_note="first row: nothing ran before it; idle baseline "
-                                                            + _state(self.baseline.temp_c, self.baseline.clock_mhz,
-                                                                     Baseline(None, None)))
+                known = self.baseline.temp_c is not None or self.baseline.clock_mhz is not None
+                fields.update(cooldown_s=0.0, cooldown_note="first row: nothing ran before it; " + (
+                    "idle baseline " + _state(self.baseline.temp_c, self.baseline.clock_mhz, Baseline(None, None))
+                    if known else f"no idle baseline readable ({self.probe.note or self.probe.name})"))
             else:
                 s = self.settings
                 res = wait_cooldown(self.probe, self.baseline, float(s.get("temp_margin_c", 3.0)),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgebench.results.runs import Run
+from edgebench.results.store import written_by
 
 UNKNOWN = "not recorded"
 
@@ -116,7 +117,9 @@ RUN_FACTS: tuple[tuple[str, Callable[[Run], str]], ...] = (
     ("power mode", _power_mode),
     ("clocks locked (jetson_clocks)", _clocks_locked),
     ("CUDA MPS active", _system("cuda_mps", "active")),
-    ("edgebench version", lambda r: r.written_by),
+    ("edgebench version", lambda r: written_by(r.rows) or _text(_get(r.system, "edgebench_version"))),
+    ("results.csv columns", lambda r: f"{len(r.rows[0]) - len(r.missing_columns) if r.rows else 0}"
+                                      f"{' (older schema)' if r.missing_columns else ''}"),
     ("edgebench commit", _commit),
 )
 
