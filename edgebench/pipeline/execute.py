@@ -21,10 +21,11 @@ from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.results.row_files import write_row_files
+from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
 from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
-from edgebench.runner.orchestrator import run_instances
+from edgebench.telemetry import registry
 from edgebench.telemetry.power_calibration import (
     PowerCalibration,
     calibrated_fields,
@@ -32,7 +33,6 @@ from edgebench.telemetry.power_calibration import (
     parse_calibration,
     read_calibration_file,
 )
-from edgebench.telemetry.registry import make_sampler
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,10 +117,10 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row["accuracy_samples"] = len(next(iter(acc_in.values())))  # real data may hold fewer
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
-        outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
+        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
     write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
     if labelled is not None:
         write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
