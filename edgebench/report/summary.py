@@ -114,7 +114,7 @@ def comparability_blocks(runs: list[Run]) -> list[tuple]:
     if len(runs) < 2:
         return []
     intro, rows, same = summary_lines(runs)
-    b: list[tuple] = [("h2", "Comparability of the runs"), ("p", [" ".join(intro)])]
+    b: list[tuple] = [("h2", "Comparability of the runs"), ("p", [". ".join(intro) + "."])]
     if rows:
         b.append(("table", ["fact", *[r.label for r in runs]], rows))
     if same:
