@@ -56,7 +56,7 @@ def results_table(runs: list[Run]) -> Table:
     for run in runs:
         for row in sorted(run.rows, key=_row_sort_key):
             records.append({
-                "run": run.label, "row_index": row.get("row_index", ""),
+                "run": run.label, "row_index": row.get("row_index", ""), "repeat": _int(row.get("repeat")),
                 "model": row.get("model", ""), "backend": row.get("backend", ""),
                 "precision": row.get("precision", ""), "batch": _int(row.get("batch")),
                 "instances": _int(row.get("instances")), "placement": row.get("placement", ""),
@@ -76,6 +76,8 @@ def results_table(runs: list[Run]) -> Table:
         cols.append(Col("options", "Options"))
     if _has(records, "power_mode"):
         cols.append(Col("power_mode", "Power mode"))
+    if any(r["repeat"] for r in records):  # --repeats N: which measurement of its configuration the row is
+        cols.append(Col("repeat", "Repeat", True))
     cols += [Col("throughput_ips", "Throughput (img/s)", True), Col("latency_ms_p50", "p50 (ms)", True),
              Col("latency_ms_p99", "p99 (ms)", True), Col("power_w_mean", "Power (W)", True),
              Col("energy_per_inference_mj", "Energy (mJ/img)", True),

@@ -82,6 +82,14 @@ def test_a_repeat_that_never_ran_counts_against_the_asked_number(tmp_path):
     assert rec["throughput_ips_text"] == "100 (n=1, no CI)"
 
 
+def test_results_table_names_the_repeat_of_each_row(tmp_path):
+    from edgebench.report.tables import results_table
+
+    table = results_table([_repeats(tmp_path)])
+    assert "repeat" in [c.key for c in table.columns]
+    assert [r["repeat"] for r in table.records if r["precision"] == "int8"] == [0, 1, 2]
+
+
 def test_speedup_and_scaling_tables_carry_the_interval(tmp_path):
     run = _repeats(tmp_path)
     sp = {r["precision"]: r for r in speedup_table([run]).records if r["instances"] == 1}
