@@ -3,6 +3,7 @@ files (results.row assembles the row from the parts)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from edgebench.backends.registry import get_backend
 from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
+from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.evaluation.tensorcores import kernel_summary
 from edgebench.models.inputs import describe_inputs
@@ -25,6 +27,13 @@ from edgebench.runner.load import load_fields, slo_fields
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.telemetry import registry
+from edgebench.telemetry.power_calibration import (
+    PowerCalibration,
+    calibrated_fields,
+    for_board,
+    parse_calibration,
+    read_calibration_file,
+)
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,6 +129,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         parts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
     parts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
     parts.load = load_fields(cfg, outcome.instances, summary)
+    # power calibration (power.calibration / calibration_file): derived from the assembled power columns
+    parts.calibrate = functools.partial(_calibrated, power_calibration(profile))
     if cfg.slo_ms is not None:  # met / missed / unmeasured (too few inferences for a p99 is never a miss)
         parts.slo = lambda status, reason: slo_fields(cfg, outcome.instances, summary, status, reason)
     if cfg.kernel_profile_steps > 0:
@@ -135,6 +146,25 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         except ValueError as exc:
             parts.verdict.labels_note = f"accuracy vs labels not scored: {exc}"
     return parts
+
+
+def _calibrated(calibration: tuple[PowerCalibration | None, str], row: Any) -> dict[str, Any]:
+    """The calibrated power columns of an assembled row (results.row calls it after the energy columns)."""
+    return calibrated_fields(row, *calibration)
+
+
+def power_calibration(profile: Profile, board: str | None = None) -> tuple[PowerCalibration | None, str]:
+    """(the profile's power calibration for this board, or None and why when a file has none for it)."""
+    power = profile.power
+    if power.get("calibration"):
+        return parse_calibration(power["calibration"], profile.source, "power.calibration",
+                                 f"profile {profile.name}"), ""
+    if power.get("calibration_file"):
+        boards = read_calibration_file(power["calibration_file"])
+        board = board_name() if board is None else board
+        cal = for_board(boards, board)
+        return cal, "" if cal else f"none: {power['calibration_file']} has no entry for board {board or '(unreadable)'!r}"
+    return None, ""
 
 
 def layer_profile_note(prepared: Any, row_dir: Path) -> str:
