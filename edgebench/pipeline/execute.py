@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench import __version__
 from edgebench.atomic_files import write_json_atomic
 from edgebench.backends.registry import get_backend
-from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
@@ -19,6 +20,9 @@ from edgebench.models.spec import ModelSpec
 from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
+from edgebench.pipeline.phases import PhaseClock
+from edgebench.pipeline.plan import threads_note
+from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.results.row_files import write_row_files
 from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import judge, summarize
@@ -77,12 +81,21 @@ def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[st
 
 def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             idle_power_w: float | None = None) -> dict[str, Any]:
-    """Measure one config; returns the row fields beyond base_row. Raises EdgebenchError on bad input."""
+    """Measure one config; returns the row fields beyond base_row. Raises EdgebenchError on bad input.
 
-    spec = models.spec(cfg.model)
-    artifact = models.variant(spec, cfg.precision)
-    backend = get_backend(cfg.backend)
-    prepared = backend.prepare(cfg, artifact, models.artifacts)
+    The accuracy outputs, the kernel profile and a trt layer profile come from a probe process (pipeline/probe_step)
+    that runs before the instances and is reused across the rows it applies to; every phase's wall time goes to
+    row.json "phases" and the row's setup_s."""
+
+    clock = PhaseClock()
+    with clock("export"):
+        spec = models.spec(cfg.model)
+        models.fp32(spec)  # the exported (or given) fp32 ONNX, cached by content hash
+    with clock("precision"):
+        artifact = models.variant(spec, cfg.precision)
+    with clock("prepare"):
+        backend = get_backend(cfg.backend)
+        prepared = backend.prepare(cfg, artifact, models.artifacts)
     row: dict[str, Any] = {
         "weights": _weights_cell(spec, artifact),
         "onnx_sha256": artifact.sha256,
@@ -94,11 +107,13 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         "calibration_source": calibration_label(artifact.sidecar) if cfg.precision == "int8" else None,
         "input_shapes": prepared_input_shapes(prepared, cfg.batch),
         "batch_note": batch_note(spec, cfg.batch),
+        "threads_note": threads_note(profile, cfg.instances, os.cpu_count() or 1, cfg.threads_per_instance),
     }
     # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence);
     # a kernel profile, when run, replaces the engine's tensor_core_evidence below
     row.update(prepared.info.get("row_fields", {}))
     acc_in = None
+    clock_inputs = time.monotonic()
     labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
     if labelled is not None:
         acc_in = {spec.input_name: labelled.inputs}
@@ -106,20 +121,27 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     elif cfg.accuracy_samples > 0:
         acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
         row["accuracy_samples"] = len(next(iter(acc_in.values())))  # real data may hold fewer
+    clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
+    with clock("probe"):  # never in a measured process; reused across batches and instance counts
+        probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
+    row.update(probe_fields(probe, ""))
+    probe_notes = row.pop("reason", "")
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
     samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
-        outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
-    write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
-    if labelled is not None:
-        write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
+        t_runner = time.monotonic()
+        outcome = run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env, probe=probe)
+        clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     if outcome.status != "ok":
-        row.update(status="failed", reason="; ".join([outcome.reason, *sharing.notes]))
+        with clock("write"):
+            _write_files(row_dir, cfg, outcome, artifact, prepared, labelled, clock)
+        row.update(status="failed", reason="; ".join(r for r in [outcome.reason, *sharing.notes, probe_notes] if r))
         if cfg.slo_ms is not None:
             row.update(slo_ms=cfg.slo_ms, slo_met=False)
-        return row
+        return _with_setup(row, clock)
+    results_t0 = time.monotonic()
 
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
     status, reason = judge(summary, cfg)
@@ -154,16 +176,16 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if row.get("throttled"):
         row["status"] = "invalid"
         row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
-    if sharing.notes:
-        row["reason"] = "; ".join(r for r in (row["reason"], *sharing.notes) if r)
+    if sharing.notes or probe_notes:
+        row["reason"] = "; ".join(r for r in (row["reason"], *sharing.notes, probe_notes) if r)
 
     row.update(load_fields(cfg, outcome.instances, summary))
     if cfg.slo_ms is not None:
         row["slo_met"] = slo_met(row.get("latency_ms_p99"), cfg.slo_ms, row["status"])
     if cfg.kernel_profile_steps > 0:
         row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
-    if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv
-        row["reason"] = "; ".join(r for r in (row["reason"], layer_profile_note(prepared, row_dir)) if r)
+    clock.add("results", time.monotonic() - results_t0)
+    accuracy_t0 = time.monotonic()
     if acc_in is not None and outcome.accuracy_outputs:
         row.update(accuracy_fields(spec, models, acc_in, outcome.accuracy_outputs, cfg.seed, row["reason"]))
     if labelled is not None and outcome.accuracy_outputs:
@@ -171,18 +193,23 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             row.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
         except ValueError as exc:
             row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy vs labels not scored: {exc}") if r)
+    clock.add("accuracy", time.monotonic() - accuracy_t0)
+    with clock("write"):
+        _write_files(row_dir, cfg, outcome, artifact, prepared, labelled, clock)
+    return _with_setup(row, clock)
+
+
+def _write_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, prepared: Any, labelled: Any,
+                 clock: PhaseClock) -> None:
+    """The row's files; row.json's phases are the clock's so far (its own write lands in the row's setup_s)."""
+    write_row_files(row_dir, cfg, outcome, artifact, prepared.info, phases=clock.record())
+    if labelled is not None:
+        write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
+
+
+def _with_setup(row: dict[str, Any], clock: PhaseClock) -> dict[str, Any]:
+    row["setup_s"] = clock.record()["setup"]
     return row
-
-
-def layer_profile_note(prepared: Any, row_dir: Path) -> str:
-    """Profile every engine of a trt row layer by layer into row_dir/layers.csv; '' when it worked, else
-    why not (the row keeps its status: the profile is extra evidence, outside the measured window)."""
-
-    try:
-        write_layers_csv(profile_prepared(prepared, int(prepared.options["layer_profile"])), row_dir / "layers.csv")
-    except Exception as exc:  # noqa: BLE001 - a failed profile must not lose the measured row
-        return f"layer profile not written: {type(exc).__name__}: {exc}"
-    return ""
 
 
 def _weights_cell(spec: ModelSpec, artifact: Any) -> str:

@@ -32,11 +32,25 @@ def placement_sets(profile: Profile) -> list[tuple[str, ...]]:
     return [(acc,) * n for n in profile.sweep["instances"]]
 
 
+HARNESS_CORES = 1  # threads_per_instance auto keeps this many cores for the orchestrator and the samplers
+
+
 def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
+    """`auto`: the cores minus one for the harness (orchestrator, samplers), split between the instances, at
+    least 1 (on 2 cores a single instance gets 1 thread; with as many instances as cores they share anyway)."""
     tpi = profile.run["threads_per_instance"]
     if tpi == "auto":
-        return max(1, cpu_count // instances)
+        return max(1, (cpu_count - HARNESS_CORES) // instances) if cpu_count > HARNESS_CORES else 1
     return int(tpi)
+
+
+def threads_note(profile: Profile, instances: int, cpu_count: int, threads: int) -> str:
+    """The row's threads_note: how threads_per_instance was chosen."""
+    if profile.run["threads_per_instance"] != "auto":
+        return f"run.threads_per_instance: {threads}"
+    spare = " (the instances share the harness's core)" if instances * threads >= cpu_count else ""
+    return (f"auto: ({cpu_count} cores - {HARNESS_CORES} kept for the harness) // {instances} "
+            f"instance{'s' if instances != 1 else ''} = {threads}{spare}")
 
 
 def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | None = None) -> list[int]:
