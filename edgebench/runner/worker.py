@@ -356,8 +356,9 @@ def _die_with_parent(parent_pid: int) -> None:
 
 @contextlib.contextmanager
 def child_env(values: dict[str, str]) -> Iterator[None]:
-    """Spawned children inherit these; set around start() so they hold before the child imports anything."""
-    with _ENV_LOCK:
+    """Spawned children inherit these; set around start() so they hold before the child imports anything.
+    Also keeps the `edgebench` console script out of the children (see _no_main_script)."""
+    with _ENV_LOCK, _no_main_script():
         old = {k: os.environ.get(k) for k in values}
         os.environ.update(values)
         try:
@@ -368,3 +369,23 @@ def child_env(values: dict[str, str]) -> Iterator[None]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _no_main_script() -> Iterator[None]:
+    """A spawned child runs the parent's __main__ script again before its target (multiprocessing's main-module
+    fix-up); for the `edgebench` console script that imports the whole CLI, ~1 s per child on a small CPU, for
+    nothing the child uses. Named like a package's __main__, the script is skipped by that fix-up. Only for
+    edgebench's own console script: another program's __main__ may define what its children unpickle."""
+    main = sys.modules.get("__main__")
+    entry = getattr(main, "main", None)
+    if main is None or getattr(main, "__spec__", None) is not None or getattr(entry, "__module__", "") != "edgebench.cli":
+        yield
+        return
+    import importlib.machinery
+
+    main.__spec__ = importlib.machinery.ModuleSpec("edgebench.__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = None
