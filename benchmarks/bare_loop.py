@@ -102,11 +102,24 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="intra-op / torch threads")
     ap.add_argument("--warmup-s", type=float, default=1.0)
     ap.add_argument("--duration-s", type=float, default=5.0)
+    ap.add_argument("--profile-first", type=int, default=0, metavar="N",
+                    help="'before' emulation: run N steps under torch.profiler (CUDA activity, as edgebench's in-process "
+                         "kernel profile did before issue 19) before the warm-up; CUPTI stays attached afterwards")
     args = ap.parse_args()
     # --threads N caps the math libraries too, before any framework is imported (with ORT's intra-op threads at 1
     # and OpenMP uncapped, ORT CPU ran tiny_cnn at 0.56x on 2 busy cores): what a user limiting threads sets
     os.environ.update({name: str(args.threads) for name in THREAD_ENV_VARS})
     step = ort_step(args) if args.framework == "ort" else torch_step(args)
+    if args.profile_first > 0:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]):
+            for _ in range(args.profile_first):
+                step()
+            torch.cuda.synchronize()
     now = time.perf_counter
     t_end = now() + args.warmup_s
     step()

@@ -57,12 +57,14 @@ def run_edgebench(args: argparse.Namespace, out: Path) -> dict:
             "probe": row.get("probe", ""), "command": " ".join(cmd)}
 
 
-def run_bare(args: argparse.Namespace, ref: dict) -> dict:
+def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dict:
     device = ref["placement"] if ref["placement"].startswith("cuda") else "cpu"
     cmd = [sys.executable, str(HERE / "bare_loop.py"), "--framework", args.backend, "--batch", str(args.batch),
            "--device", device, "--precision", args.precision, "--threads", str(ref["threads"]),
            "--warmup-s", str(ref["warmup_s"]), "--duration-s", f"{ref['window_s']:.3f}"]
     cmd += ["--onnx", ref["onnx"]] if args.backend == "ort" else ["--model", args.model]
+    if profile_first:
+        cmd += ["--profile-first", str(profile_first)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_bare_env())
     if proc.returncode != 0:
         raise SystemExit(f"self_audit: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
@@ -82,12 +84,19 @@ def audit(args: argparse.Namespace) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     ref: dict = {}  # the first edgebench row tells the bare loop its threads, warm-up, window and ONNX file
+    if args.a_side == "bare-profiled":
+        ref = run_edgebench(args, work / "discover")
     pairs = []
     for i in range(args.pairs):
         order = ("a", "b") if i % 2 == 0 else ("b", "a")  # pair 0 starts with edgebench (it fills the caches)
         got: dict[str, dict] = {}
         for side in order:
-            got[side] = run_edgebench(args, work / f"pair{i}") if side == "a" else run_bare(args, ref)
+            if side == "b":
+                got[side] = run_bare(args, ref)
+            elif args.a_side == "bare-profiled":
+                got[side] = {**run_bare(args, ref, profile_first=5), "status": "bare", "reason": ""}
+            else:
+                got[side] = run_edgebench(args, work / f"pair{i}")
             if side == "a" and not ref:
                 ref = got["a"]
         pairs.append({"pair": i, "order": "".join(order), "edgebench_ips": got["a"]["ips"],
@@ -95,7 +104,7 @@ def audit(args: argparse.Namespace) -> dict:
                       "edgebench_status": got["a"]["status"], "edgebench_reason": got["a"]["reason"]})
         print(json.dumps(pairs[-1]), flush=True)
     median, low, high = bootstrap_median_ci([p["ratio"] for p in pairs], confidence=args.confidence)
-    return {"device": args.device, "backend": args.backend, "model": args.model, "precision": args.precision,
+    return {"a_side": args.a_side, "device": args.device, "backend": args.backend, "model": args.model, "precision": args.precision,
             "batch": args.batch, "threads": ref["threads"], "placement": ref["placement"], "window_s": ref["window_s"],
             "pairs": pairs, "ratio_median": median, "ratio_low": low, "ratio_high": high,
             "confidence": args.confidence, "edgebench_command": ref["command"], "probe": ref["probe"],
@@ -114,15 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--confidence", type=float, default=0.95)
     ap.add_argument("--out", help="keep the run folders here")
     ap.add_argument("--json", help="write the record here")
+    ap.add_argument("--a-side", choices=["edgebench", "bare-profiled"], default="edgebench",
+                    help="bare-profiled: instead of edgebench, the bare loop after a 5-step torch.profiler pass in "
+                         "its process: what the in-process kernel profile cost before issue 19 (GPU)")
     args = ap.parse_args(argv)
     rec = audit(args)
     if args.json:
         Path(args.json).write_text(json.dumps(rec, indent=1))
     mean_a = sum(p["edgebench_ips"] for p in rec["pairs"]) / len(rec["pairs"])
     mean_b = sum(p["bare_ips"] for p in rec["pairs"]) / len(rec["pairs"])
-    print("| device | backend | model | precision | batch | threads | pairs | edgebench ips | bare ips | "
+    print("| A side | device | backend | model | precision | batch | threads | pairs | edgebench ips | bare ips | "
           "ratio median | 95% CI |")
-    print(f"| {rec['device']} | {rec['backend']} | {rec['model']} | {rec['precision']} | {rec['batch']} | "
+    print(f"| {rec['a_side']} | {rec['device']} | {rec['backend']} | {rec['model']} | {rec['precision']} | {rec['batch']} | "
           f"{rec['threads']} | {len(rec['pairs'])} | {mean_a:.1f} | {mean_b:.1f} | {rec['ratio_median']:.3f} | "
           f"[{rec['ratio_low']:.3f}, {rec['ratio_high']:.3f}] |")
     return 0
