@@ -24,11 +24,11 @@ from edgebench.pipeline.phases import PhaseClock
 from edgebench.pipeline.plan import threads_note
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.results.row_files import write_row_files
+from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
 from edgebench.runner.load import load_fields, slo_met
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
-from edgebench.runner.orchestrator import run_instances
-from edgebench.telemetry.registry import make_sampler
+from edgebench.telemetry import registry
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,11 +128,11 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     probe_notes = row.pop("reason", "")
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         t_runner = time.monotonic()
-        outcome = run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env, probe=probe)
+        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env, probe=probe)
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     if outcome.status != "ok":
         with clock("write"):

@@ -29,7 +29,7 @@ from edgebench.models.export import build_torch_model
 from edgebench.models.inputs import make_input
 from edgebench.models.spec import load_model_spec
 from edgebench.runner import worker
-from edgebench.telemetry.registry import make_sampler
+from edgebench.telemetry import registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Prepared
@@ -260,7 +260,7 @@ def run_interleaved(cfg: RunConfig, prepared: Prepared, framework: str, *, pairs
                     bare.conn.send(("go", slice_s))
                     _, n, span_ns = bare.expect("slice", slice_s + 60.0)
                 else:
-                    active = [make_sampler(name, sampler_interval_s, placements=cfg.placements) for name in samplers]
+                    active = [registry.make_sampler(name, sampler_interval_s, placements=cfg.placements) for name in samplers]
                     for s in active:
                         s.watch_pids([eb.proc.pid])
                         s.start()
