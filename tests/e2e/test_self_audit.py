@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.repo_paths import REPO
+from repo_paths import REPO
 
 RATIO_FLOOR = 0.97
 

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.repo_paths import REPO
+from repo_paths import REPO
 
 SCRIPT = '''
 import sys
