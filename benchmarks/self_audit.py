@@ -3,7 +3,7 @@
 A side ("edgebench"): the `edgebench bench` CLI in a subprocess with a shipped profile (--device host / dgpu), one
 configuration (model, backend, precision, batch, 1 instance), every default sampler and pre-pass the profile has
 (accuracy, kernel profile, idle baseline ...); its throughput_ips from results.csv.
-B side ("bare"): benchmarks/bare_loop.py in a separate process (no edgebench import): plain onnxruntime on the same
+B side ("bare"): benchmarks/bare_loop.py in a separate process and session (no edgebench import): plain onnxruntime on the same
 ONNX file the A row measured, or the torchvision model in torch, with the row's threads, warm-up and window length.
 Pairs run A B, B A, A B ... (ABBA order: drift hits both alike); the result is the median of the per-pair ratios
 edgebench/bare with a percentile-bootstrap interval (edgebench.runner.interleave.bootstrap_median_ci).
@@ -65,7 +65,10 @@ def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dic
     cmd += ["--onnx", ref["onnx"]] if args.backend == "ort" else ["--model", args.model]
     if profile_first:
         cmd += ["--profile-first", str(profile_first)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_bare_env())
+    # its own session, like each edgebench instance (setsid): with Linux's scheduler autogroups (on by default on
+    # desktops and this machine) a session is one scheduling group, so sharing this script's session would give the
+    # bare loop a smaller CPU share than edgebench's instance on a busy machine (seen: ratio ~2 at load 10 on 2 cores)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_bare_env(), start_new_session=True)
     if proc.returncode != 0:
         raise SystemExit(f"self_audit: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     got = json.loads(proc.stdout.strip().splitlines()[-1])
