@@ -76,8 +76,8 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
                              doc="mps: run the row's GPU instances under a CUDA MPS daemon that edgebench "
                                  "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed"),
         "kernel_profile_steps": Field("int", 0, minimum=0,
-                                      doc="GPU: profile this many inferences of instance 0 outside the window "
-                                          "to get tensor_core_time_pct (0 = off)"),
+                                      doc="GPU: profile this many inferences in the row's probe process (never a "
+                                          "measured one) to get tensor_core_time_pct (0 = off)"),
     },
     "telemetry": {
         "samplers": Field("list[str]", ["host"]),
