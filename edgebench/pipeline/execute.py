@@ -25,7 +25,7 @@ from edgebench.pipeline.plan import threads_note
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.results.row_files import write_row_files
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
-from edgebench.runner.load import load_fields, slo_met
+from edgebench.runner.load import load_fields, slo_fields
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.telemetry import registry
@@ -139,7 +139,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             _write_files(row_dir, cfg, outcome, artifact, prepared, labelled, clock)
         row.update(status="failed", reason="; ".join(r for r in [outcome.reason, *sharing.notes, probe_notes] if r))
         if cfg.slo_ms is not None:
-            row.update(slo_ms=cfg.slo_ms, slo_met=False)
+            row.update(slo_ms=cfg.slo_ms, slo_met=False, slo_verdict="failed")
         return _with_setup(row, clock)
     results_t0 = time.monotonic()
 
@@ -180,8 +180,10 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row["reason"] = "; ".join(r for r in (row["reason"], *sharing.notes, probe_notes) if r)
 
     row.update(load_fields(cfg, outcome.instances, summary))
-    if cfg.slo_ms is not None:
-        row["slo_met"] = slo_met(row.get("latency_ms_p99"), cfg.slo_ms, row["status"])
+    if cfg.slo_ms is not None:  # met / missed / unmeasured (too few inferences for a p99 is never a miss)
+        slo, note = slo_fields(cfg, outcome.instances, summary, row["status"], row["reason"])
+        row.update(slo)
+        row["reason"] = "; ".join(r for r in (row["reason"], note) if r)
     if cfg.kernel_profile_steps > 0:
         row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
     clock.add("results", time.monotonic() - results_t0)
