@@ -78,8 +78,8 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
                                  "A list ([time-slicing, mps]) makes it a sweep dimension: every config once "
                                  "per mode (and one SLO search per mode)"),
         "kernel_profile_steps": Field("int", 0, minimum=0,
-                                      doc="GPU: profile this many inferences of instance 0 outside the window "
-                                          "to get tensor_core_time_pct (0 = off)"),
+                                      doc="GPU: profile this many inferences in the row's probe process (never a "
+                                          "measured one) to get tensor_core_time_pct (0 = off)"),
     },
     "telemetry": {
         "samplers": Field("list[str]", ["host"]),

@@ -22,6 +22,8 @@ from edgebench.report.anchors import load_anchors, match_anchors
 from edgebench.report.comparability import summary_lines
 from edgebench.report.layers import write_layer_page
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
+from edgebench.report.setup_time import HEAD as SETUP_HEAD
+from edgebench.report.setup_time import setup_table
 from edgebench.report.tables import Table, all_tables
 from edgebench.results.runs import Run, load_runs, profile_name
 from edgebench.results.schema import STATUSES
@@ -162,6 +164,10 @@ def summary_blocks(report: Report) -> list[tuple]:
     for run in report.runs:
         b.append(("h3", f"System: {run.label}"))
         b.append(("ul", [[line] for line in _system_lines(run)] + [[f"note: {n}"] for n in run.notes]))
+    b.append(("h2", "Time outside measurement windows"))
+    b.append(("p", ["Wall time of the rows (row.json phases) and how much of it was not a measured window or "
+                    "warm-up: export, precision, prepare, probe, spawn, load, collect, accuracy, write."]))
+    b.append(("table", SETUP_HEAD, setup_table(report.runs)))
     b.append(("h2", "Rows that are not ok"))
     any_reason = False
     for run in report.runs:

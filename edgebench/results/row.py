@@ -36,8 +36,8 @@ power-calibration step (a function the pipeline hands over, telemetry.power_cali
 energy_per_inference_calibrated_mj and power_calibration, from the raw power columns, which stay as measured.
 
 status and reason are not columns a part writes but the row's Outcome, built by explicit steps in one order
-(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing notes; then the SLO part) | the
-runner's judgment, then invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing; the SLO
+(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing and probe notes; then the SLO part) | the
+runner's judgment, then invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing, the probe; the SLO
 part, judged on the status and reason so far, and its note; layer profile, accuracy vs FP32, accuracy vs labels.
 """
 
@@ -94,6 +94,7 @@ class Verdict:
     judged: tuple[str, str] | None = None  # runner.metrics.judge: ("ok" | "invalid", reason)
     telemetry_faults: list[str] = field(default_factory=list)
     sharing_notes: list[str] = field(default_factory=list)  # runner.mps: the MPS daemon's notes
+    probe_notes: str = ""  # pipeline.probe_step: where the probe (accuracy, kernel/layer profile) failed
     layer_profile_note: str = ""
     accuracy_notes: list[str] = field(default_factory=list)
     labels_note: str = ""
@@ -176,7 +177,7 @@ def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | No
         return Outcome("skipped", verdict.skip_reason), slo_fields
     if verdict.failure is not None or verdict.judged is None:
         out = Outcome.failed(verdict.failure or "no measurement")
-        for note in verdict.sharing_notes:
+        for note in (*verdict.sharing_notes, verdict.probe_notes):
             out.note(note)
     else:
         out = Outcome(*verdict.judged)
@@ -184,7 +185,7 @@ def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | No
             out.invalidate(fault)
         if throttled:
             out.invalidate(f"device throttled: {throttle_reasons}")
-        for note in verdict.sharing_notes:
+        for note in (*verdict.sharing_notes, verdict.probe_notes):
             out.note(note)
     if slo is not None:
         slo_fields, slo_note = slo(out.status, out.reason)

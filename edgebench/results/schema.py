@@ -56,6 +56,8 @@ COLUMNS: list[Column] = [
     Column("weights", "", "weights used and their sha256: torchvision:<Enum>.<member> or a file name, then "
                           "'sha256:<16 hex>'; or random-init / from-onnx"),
     Column("threads_per_instance", "threads", "CPU threads given to each instance"),
+    Column("threads_note", "", "how threads_per_instance was chosen, e.g. 'auto: (2 cores - 1 kept for the "
+                               "harness) // 1 instance'"),
     Column("power_mode", "", "Jetson nvpmodel mode the row ran in, as nvpmodel -q named it after the switch "
                              "(only when power.modes sweeps it; system.json records the mode otherwise)"),
     Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider"),
@@ -65,6 +67,11 @@ COLUMNS: list[Column] = [
            "inferences completed inside the window, all instances; one inference = one batch (not one sample)"),
     Column("samples", "samples", "input samples completed inside the window: inferences * batch"),
     Column("warmup_s", "s", "warm-up each instance ran before the barrier"),
+    Column("setup_s", "s", "the row's wall time outside its measured window and warm-up (export, precision, "
+                           "prepare, probe, spawn, load, collect, accuracy, write; per phase in row.json 'phases')"),
+    Column("probe", "", "which probe process the accuracy_* and tensor_core_* columns come from: 'row 3 (batch 1, "
+                        "pid 4242)' ran for this row or is reused from an earlier row of the same model x precision "
+                        "x backend x options; empty when the row needed none"),
     # --- latency details
     Column("latency_ms_min", "ms", "fastest inference (one batch)"),
     Column("latency_ms_mean", "ms", "mean latency of one inference (one batch)"),
@@ -180,6 +187,7 @@ FLOAT_COLUMNS = (
     "accuracy_cosine_min", "accuracy_top1_pct", "accuracy_top5_pct", "tensor_core_time_pct", "rate_per_stream_hz",
     "offered_rate_hz", "achieved_rate_hz", "queue_ms_p99", "service_ms_p50", "slo_ms", "engine_build_s",
     "power_w_mean_calibrated", "energy_per_inference_calibrated_mj", "temp_c_start", "temp_c_end", "cooldown_s",
+    "setup_s",
 )
 BOOL_COLUMNS = ("throttled", "slo_met")
 _TYPES: dict[str, type] = {**dict.fromkeys(INT_COLUMNS, int), **dict.fromkeys(FLOAT_COLUMNS, float),
