@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from edgebench.errors import EdgebenchError
 from edgebench.telemetry.jetson_throttle import _gpu_devfreq
-from edgebench.telemetry.nvml import _import_nvml
+from edgebench.telemetry import nvml as nvml_module  # module-qualified: tests stand in for _import_nvml
 
 # thermal zone types that follow the accelerator: Jetson gpu-thermal / soc*-thermal / tj-thermal (the max of
 # all), GPU-therm / SOC-therm on older boards; x86_pkg_temp as a host's package temperature
@@ -68,7 +68,7 @@ class SysfsProbe:
 
 class NvmlProbe:
     def __init__(self, device_index: int = 0, nvml: Any = None) -> None:
-        self.nvml = nvml if nvml is not None else _import_nvml()
+        self.nvml = nvml if nvml is not None else nvml_module._import_nvml()
         self.name = f"nvml:{device_index}"
         self.note = ""
         try:
