@@ -19,8 +19,8 @@ from typing import Any
 
 from edgebench.commands.options import apply_overrides, parse_bench_args
 from edgebench.config.profile import load_profile
-from edgebench.models.artifacts import Artifacts
 from edgebench.models import export  # module-qualified: tests stand in for export_onnx
+from edgebench.models.artifacts import Artifacts
 from edgebench.models.spec import load_model_spec
 
 SHIP_DIR = ".edgebench-remote/onnx"  # on the board, relative to the remote folder

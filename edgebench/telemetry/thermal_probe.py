@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgebench.errors import EdgebenchError
-from edgebench.telemetry.jetson_throttle import _gpu_devfreq
 from edgebench.telemetry import nvml as nvml_module  # module-qualified: tests stand in for _import_nvml
+from edgebench.telemetry.jetson_throttle import _gpu_devfreq
 
 # thermal zone types that follow the accelerator: Jetson gpu-thermal / soc*-thermal / tj-thermal (the max of
 # all), GPU-therm / SOC-therm on older boards; x86_pkg_temp as a host's package temperature
