@@ -49,8 +49,10 @@ from edgebench.remote.command import main as remote_main
 from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
+from edgebench.results.confine import check_run_folder
 from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
+from edgebench.results.runs import load_run
 from edgebench.results.store import ResultsStore
 
 DEFAULT_OUT = "runs"
@@ -224,6 +226,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
             f"--resume continues the plan saved in {Path(args.resume) / 'profile.yaml'}; {', '.join(given)} "
             "would change it and mix two plans in one results.csv: start a new run with them instead")
     run_dir = Path(args.resume)
+    check_run_folder(run_dir, "--resume")  # it writes there: never through a link out of the folder
     saved = run_dir / "profile.yaml"
     if not saved.exists():
         raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
@@ -364,9 +367,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     run_dirs = [Path(d) for d in args.run_dirs]
-    for d in run_dirs:
-        if not (d / "results.csv").exists():
-            raise EdgebenchError(f"{d}: not a run folder (no results.csv)")
+    for d in run_dirs:  # a cut last line or a linked file is set aside with a warning, never read as a row
+        for note in load_run(d).notes:
+            if "set aside" in note or "symlink" in note or "outside" in note:
+                print(f"edgebench: warning: {note}", file=sys.stderr)
     bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
     if bad:  # before anything is written
         raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")

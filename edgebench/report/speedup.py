@@ -15,6 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from edgebench.results.runs import load_run
+
 # power_mode (Jetson nvpmodel): rows of different power modes are different configurations, not repeats
 GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options", "power_mode")
 COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ips_median", "throughput_ips_min",
@@ -72,10 +74,10 @@ def per_run_speedup_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
 
 
 def read_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
+    """The intact rows of each run's results.csv (a cut last line is set aside: results.runs.load_run)."""
     rows: list[dict[str, Any]] = []
     for run_dir in run_dirs:
-        with open(Path(run_dir) / "results.csv", newline="") as fh:
-            rows.extend(csv.DictReader(fh))
+        rows.extend(load_run(run_dir).rows)
     return rows
 
 

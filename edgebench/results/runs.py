@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
+from edgebench.results.confine import link_problem
 from edgebench.results.schema import STATUSES
 
 CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options")
@@ -74,21 +75,47 @@ class Run:
         return counts
 
 
+def read_results(path: Path | str) -> tuple[list[dict[str, str]], list[str]]:
+    """(intact rows, notes) of a results.csv. A last line without its newline (a sweep killed mid-write, a copy
+    in progress) and a line with the wrong number of cells are set aside, each with a note; never a row."""
+    path = Path(path)
+    with open(path, newline="") as fh:
+        text = fh.read()
+    notes: list[str] = []
+    lines = text.split("\n")
+    torn = lines.pop()  # "" when the file ends in a newline
+    if torn:
+        notes.append(f"{path}: last line cut short ({len(torn)} characters, no newline: a sweep killed mid-write "
+                     f"or a copy in progress); set aside, not a row")
+    reader = csv.reader(line + "\n" for line in lines if line)
+    header = next(reader, None) or []
+    missing = [c for c in ("model", "backend", "precision", "batch", "status") if c not in header]
+    if missing:
+        raise EdgebenchError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows = []
+    for number, cells in enumerate(reader, start=2):
+        if len(cells) != len(header):
+            notes.append(f"{path}: line {number} has {len(cells)} cells, the header {len(header)}; set aside")
+            continue
+        rows.append(dict(zip(header, cells, strict=True)))
+    return rows, notes
+
+
 def load_run(path: Path | str) -> Run:
-    """Read one run folder; EdgebenchError names the folder when it has no results.csv."""
+    """Read one run folder; EdgebenchError names the folder when it has no results.csv. No file is read
+    through a symlink or from outside the folder (edgebench.results.confine)."""
     path = Path(path)
     results = path / "results.csv"
-    if not results.exists():
+    if not results.exists() and not results.is_symlink():
         raise EdgebenchError(f"{path}: not a run folder (no results.csv)")
-    with open(results, newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in ("model", "backend", "precision", "batch", "status") if c not in (reader.fieldnames or [])]
-        if missing:
-            raise EdgebenchError(f"{results}: missing column(s) {', '.join(missing)}")
-        rows = [dict(r) for r in reader]
-    run = Run(path=path, rows=rows)
+    if (problem := link_problem(path, results)) is not None:
+        raise EdgebenchError(f"{problem}; not read")
+    rows, notes = read_results(results)
+    run = Run(path=path, rows=rows, notes=notes)
     system_path = path / "system.json"
-    if system_path.exists():
+    if (problem := link_problem(path, system_path)) is not None:
+        run.notes.append(f"{problem}; not read")
+    elif system_path.exists():
         try:
             run.system = json.loads(system_path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
@@ -96,7 +123,9 @@ def load_run(path: Path | str) -> Run:
     else:
         run.notes.append(f"{system_path.name} absent: system info not recorded for this run")
     profile_path = path / "profile.yaml"
-    if profile_path.exists():
+    if (problem := link_problem(path, profile_path)) is not None:
+        run.notes.append(f"{problem}; not read")
+    elif profile_path.exists():
         try:
             import yaml
 
