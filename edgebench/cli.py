@@ -54,6 +54,7 @@ from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
 from edgebench.results.runs import load_run
 from edgebench.results.store import ResultsStore
+from edgebench.runner.workdirs import remove_stale_workdirs
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
@@ -197,6 +198,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
                         accuracy=dict(profile.accuracy),
                         shapes=dict(profile.sweep.get("shapes") or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
+    if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
+        print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
+              f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each

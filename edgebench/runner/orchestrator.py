@@ -25,7 +25,6 @@ import os
 import pickle
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
 from edgebench.runner import worker
+from edgebench.runner.workdirs import make_workdir
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -157,7 +157,7 @@ class _Run:
         self.barrier = self.ctx.Barrier(n + 1, action=functools.partial(worker.mark_release, self.release_raw))
         self.stop_raw = self.ctx.RawArray("b", 1)
         self.counts_raw = self.ctx.RawArray("q", n)
-        self.workdir = tempfile.mkdtemp(prefix="edgebench-run-")
+        self.workdir = make_workdir()  # records its owner: a killed harness's folder is removed at the next start
         self.children: list[_Child] = []
         self.phase = ["startup"] * n
         self.ready = [False] * n
