@@ -58,6 +58,7 @@ def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
         "threads_per_instance": cfg.threads_per_instance,
         "power_mode": cfg.power_mode,
         "scenario": cfg.scenario,
+        "repeat": cfg.repeat,
         "gpu_sharing": cfg.gpu_sharing if cfg.uses_gpu else None,
     }
 

@@ -20,6 +20,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
 from edgebench.errors import EdgebenchError
+from edgebench.pipeline.empty_reasons import empty_reasons
 from edgebench.pipeline.execute import base_row, execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
@@ -78,6 +79,9 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
                 if (effective := power.switch(cfg.power_mode)) is not None:
                     row["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
                 row.update(execute(cfg, profile, models, row_dir, idle_power_w))
+                if row.get("status") in ("ok", "invalid"):  # measured: say why a telling column is empty
+                    row["empty_reasons"] = empty_reasons(row, cfg, profile, idle_power_w,
+                                                         profile.telemetry["samplers"])
             except EdgebenchError as exc:
                 row.update(status="failed", reason=str(exc))
             except Exception as exc:  # an internal bug must not cost the sweep its other rows
