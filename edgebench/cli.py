@@ -15,11 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgebench.atomic_files import write_json_atomic
+from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
 from edgebench.backends.base import Env
 from edgebench.commands.console import progress_line, start_line, summary_table
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
+    EXIT_DISK_FULL,
     EXIT_PARTIAL,
     add_accuracy_arguments,
     add_bench_arguments,
@@ -34,7 +35,7 @@ from edgebench.commands.options import (
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
-from edgebench.errors import EdgebenchError
+from edgebench.errors import DiskFullError, EdgebenchError
 from edgebench.models.artifacts import Artifacts
 from edgebench.models.export import export_onnx, load_external_onnx
 from edgebench.models.inputs import load_data
@@ -133,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote}[args.command]
         return handler(args)
+    except DiskFullError as exc:  # rows so far kept whole, the row in flight removed: resume once space is freed
+        print(f"edgebench: error: {exc}", file=sys.stderr)
+        return EXIT_DISK_FULL
     except EdgebenchError as exc:
         print(f"edgebench: error: {exc}", file=sys.stderr)
         return 2
@@ -162,7 +166,7 @@ def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace
     args.run_dir = run_dir
     resolved = {k: v for k, v in profile.to_dict().items() if k != "source"}  # a loadable profile file
     try:
-        (run_dir / "profile.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+        write_bytes_atomic(run_dir / "profile.yaml", yaml.safe_dump(resolved, sort_keys=False).encode())
         write_json_atomic(run_dir / "system.json",
                           collect_system_info({"profile": profile.name, "run_id": run_dir.name}))
     except OSError as exc:

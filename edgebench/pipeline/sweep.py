@@ -9,24 +9,32 @@ The loop only: pipeline/execute.py measures one config, pipeline/model_cache.py 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import logging
+import os
+import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.atomic_files import write_bytes_atomic
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
-from edgebench.errors import EdgebenchError
+from edgebench.errors import DiskFullError, EdgebenchError
 from edgebench.pipeline.empty_reasons import empty_reasons
 from edgebench.pipeline.execute import base_row, execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
+from edgebench.results.store import HEADER_LINE
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 log = logging.getLogger("edgebench")
 
@@ -69,29 +77,90 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
                 on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label()})
             continue
         row = base_row(cfg, run_dir.name, next_index)
-        if p.skip_reason is not None:
-            row.update(status="skipped", reason=p.skip_reason)
-        else:
-            row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
-            if on_start:
-                on_start(i, len(planned), cfg)
-            try:
-                if (effective := power.switch(cfg.power_mode)) is not None:
-                    row["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
-                row.update(execute(cfg, profile, models, row_dir, idle_power_w))
-                if row.get("status") in ("ok", "invalid"):  # measured: say why a telling column is empty
-                    row["empty_reasons"] = empty_reasons(row, cfg, profile, idle_power_w,
-                                                         profile.telemetry["samplers"])
-            except EdgebenchError as exc:
-                row.update(status="failed", reason=str(exc))
-            except Exception as exc:  # an internal bug must not cost the sweep its other rows
-                row_dir.mkdir(parents=True, exist_ok=True)
-                (row_dir / "error.txt").write_text(traceback.format_exc())
-                row.update(status="failed", reason=f"internal error {type(exc).__name__}: {exc} "
-                                                   f"(traceback in {row_dir / 'error.txt'})")
-        store.append(row)
+        row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
+        row_dir_existed = row_dir.exists()
+        try:
+            if p.skip_reason is not None:
+                row.update(status="skipped", reason=p.skip_reason)
+            else:
+                if on_start:
+                    on_start(i, len(planned), cfg)
+                _measure(row, cfg, profile, models, row_dir, idle_power_w, power)
+            store.append(row)  # whole line or nothing (results/store.py)
+        except Exception as exc:
+            full = disk_full_cause(exc)
+            if full is None:
+                raise
+            if not row_dir_existed:  # the row in flight is not recorded: none of its files stay as if complete
+                shutil.rmtree(row_dir, ignore_errors=True)
+            raise disk_full_error(full, run_dir, store.path) from None
         written.append(row)
         next_index += 1
         if on_row:
             on_row(i, len(planned), row)
     return written
+
+
+def _measure(row: dict[str, Any], cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
+             idle_power_w: float | None, power: Any) -> None:
+    """Fill `row` by measuring cfg; a failure becomes a failed row, except a full disk, which is raised."""
+    try:
+        if (effective := power.switch(cfg.power_mode)) is not None:
+            row["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
+        row.update(execute(cfg, profile, models, row_dir, idle_power_w))
+        if row.get("status") in ("ok", "invalid"):  # measured: say why a telling column is empty
+            row["empty_reasons"] = empty_reasons(row, cfg, profile, idle_power_w, profile.telemetry["samplers"])
+    except EdgebenchError as exc:
+        if disk_full_cause(exc) is not None:
+            raise
+        row.update(status="failed", reason=str(exc))
+    except Exception as exc:  # an internal bug must not cost the sweep its other rows
+        if disk_full_cause(exc) is not None:
+            raise
+        write_bytes_atomic(row_dir / "error.txt", traceback.format_exc().encode())
+        row.update(status="failed", reason=f"internal error {type(exc).__name__}: {exc} "
+                                           f"(traceback in {row_dir / 'error.txt'})")
+
+
+def disk_full_cause(exc: BaseException | None) -> OSError | None:
+    """The 'no space left' / 'quota exceeded' OSError in exc or the exceptions it came from, else None."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _size_text(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def disk_full_error(exc: OSError, run_dir: Path, results: Path) -> DiskFullError:
+    """One line: what could not be written, the free space there, about how much a row needs, how to go on."""
+    rows = run_dir / "rows"
+    largest = max((_tree_bytes(d) for d in rows.iterdir() if d.is_dir()), default=0) if rows.is_dir() else 0
+    need = max(largest, 1 << 20) + len(HEADER_LINE) * 4  # a row folder and its results.csv line, 1 MiB at least
+    try:
+        free = shutil.disk_usage(run_dir).free
+    except OSError:
+        free = 0
+    where = exc.filename or run_dir
+    what = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+    return DiskFullError(
+        f"{what}: could not write {where} ({_size_text(free)} free; about {_size_text(need)} needed per row, the "
+        f"largest row folder so far); the rows in {results} are kept whole and the unfinished row was removed: "
+        f"free at least {_size_text(need)}, then resume with: edgebench bench --resume {run_dir}", str(run_dir))
