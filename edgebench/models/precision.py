@@ -8,7 +8,8 @@
   float16, inputs/outputs stay float32 (Cast nodes at the edges), so every backend feeds the same input.
 - int8: onnxruntime.quantization.quantize_static, QDQ format, per-channel symmetric INT8 weights, symmetric
   INT8 activations (the explicit-quantization form TensorRT consumes), MinMax-calibrated on
-  calibration_batches(); quant_pre_process runs first when it succeeds.
+  calibration_batches(); quant_pre_process runs first when it succeeds. On x86 hosts without VNNI the weights
+  use 7 bits (reduce_range): ONNX Runtime's int8 CPU kernels there saturate otherwise (edgebench.models.int8_host).
 Each variant is cached by the FP32 file's sha256, the settings and (int8) the calibration record.
 """
 
@@ -26,6 +27,7 @@ from edgebench.models.artifacts import Artifact, Artifacts
 from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
 from edgebench.models.export import inspect_onnx
 from edgebench.models.inputs import GraphInput, load_data, parse_vocab, resolve, vocab_from
+from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import ModelSpec
 
@@ -141,14 +143,16 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             source = spec.data
             samples = min(samples, len(next(iter(load_data(source, spec.input_set).values()))))
         data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
-    inputs = {"fp32_sha256": fp32.sha256, "settings": INT8_SETTINGS, "calibration": record,
+    reduce_range, reduce_range_reason = int8_reduce_range()
+    settings = {**INT8_SETTINGS, "reduce_range": reduce_range}
+    inputs = {"fp32_sha256": fp32.sha256, "settings": settings, "calibration": record,
               "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
 
     def build(tmp: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as work:
             source, pre = _pre_process(fp32.path, Path(work) / "pre.onnx")
-            _quantize(spec, source, tmp, data)
+            _quantize(spec, source, tmp, data, reduce_range)
         quantize_s = time.perf_counter() - t0
         proto = onnx.load(str(tmp))
         ops = [n.op_type for n in proto.graph.node]
@@ -156,7 +160,8 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             "model": spec.name,
             "precision": "int8",
             "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
-            "settings": INT8_SETTINGS,
+            "settings": settings,
+            "reduce_range_reason": reduce_range_reason,
             "pre_process": pre,
             "calibration": record,
             "qdq_nodes": {"QuantizeLinear": ops.count("QuantizeLinear"),
@@ -180,7 +185,7 @@ def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
     return out, "quant_pre_process"
 
 
-def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]) -> None:
+def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], reduce_range: bool) -> None:
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -214,6 +219,7 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
             str(src), str(out), Reader(),
             quant_format=QuantFormat.QDQ,
             per_channel=True,
+            reduce_range=reduce_range,
             weight_type=QuantType.QInt8,
             activation_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,
