@@ -15,22 +15,35 @@ EXTRAS     ?= export,ort,progress,dev
 VENV_FLAGS ?=
 endif
 
+# EXTRAS, HOST, DEVICE and ARGS may come from another machine (`edgebench remote`, the Ansible role run
+# `make setup EXTRAS=...` on a board): they reach the recipes as environment variables, expanded by the shell
+# inside double quotes, never pasted into recipe text, and make never expands them ($(value ...)). EXTRAS must be
+# extras names; ARGS is split on blanks, without quotes, globs or any other shell syntax.
+override EXTRAS := $(value EXTRAS)
+override HOST   := $(value HOST)
+override DEVICE := $(value DEVICE)
+override ARGS   := $(value ARGS)
+export EXTRAS HOST DEVICE ARGS
+
 .PHONY: bench test test-deps remote setup lint doctor clean-runs
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
+	@case "$$EXTRAS" in ''|,*|*,|*,,*|*[!A-Za-z0-9_.,-]*) \
+	  printf 'make setup: EXTRAS=%s is not a comma-separated list of extras names (letters, digits, _ . -)\n' \
+	    "$$EXTRAS" | LC_ALL=C tr -d '\000-\010\013-\037\177' >&2; exit 2;; esac
 	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install -q -e ".[$$EXTRAS]"
 	touch $@
 
 bench: setup
-	$(BIN)/edgebench bench --device $(DEVICE) $(ARGS)
+	set -f; $(BIN)/edgebench bench --device "$$DEVICE" $$ARGS
 
 test: setup test-deps
 	$(BIN)/ruff check edgebench tests benchmarks
 	VENV=$(VENV) tools/typecheck_trt.sh
-	$(BIN)/python -m pytest -q -rs $(ARGS)
+	set -f; $(BIN)/python -m pytest -q -rs $$ARGS
 
 # tests/remote/test_remote.py starts a real OpenSSH server on 127.0.0.1: install it (and rsync) when missing and
 # root with apt-get (CI); otherwise those tests are skipped with the reason
@@ -46,8 +59,8 @@ test-deps:
 
 # make remote HOST=user@board[,user@board2] DEVICE=orin ARGS="--models resnet50"  (see README "On boards")
 remote: setup
-	@test -n "$(HOST)" || { echo "make remote: set HOST=user@board[,user@board2,...]"; exit 2; }
-	$(BIN)/edgebench remote --host $(HOST) --device $(DEVICE) -- $(ARGS)
+	@test -n "$$HOST" || { echo "make remote: set HOST=user@board[,user@board2,...]"; exit 2; }
+	set -f; $(BIN)/edgebench remote --host "$$HOST" --device "$$DEVICE" -- $$ARGS
 
 lint: setup
 	$(BIN)/ruff check edgebench tests benchmarks

@@ -15,11 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgebench.atomic_files import write_json_atomic
+from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
 from edgebench.backends.base import Env
 from edgebench.commands.console import progress_line, slo_table, start_line, summary_table
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
+    EXIT_DISK_FULL,
     EXIT_PARTIAL,
     add_accuracy_arguments,
     add_bench_arguments,
@@ -34,7 +35,7 @@ from edgebench.commands.options import (
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
-from edgebench.errors import EdgebenchError
+from edgebench.errors import DiskFullError, EdgebenchError
 from edgebench.models.artifacts import Artifacts
 from edgebench.models.export import export_onnx, load_external_onnx
 from edgebench.models.inputs import load_data
@@ -49,10 +50,13 @@ from edgebench.remote.command import main as remote_main
 from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
+from edgebench.results.confine import check_run_folder
 from edgebench.results.reader import read_cells
 from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
+from edgebench.results.runs import load_run
 from edgebench.results.store import ResultsStore
+from edgebench.runner.workdirs import remove_stale_workdirs
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
@@ -131,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote}[args.command]
         return handler(args)
+    except DiskFullError as exc:  # rows so far kept whole, the row in flight removed: resume once space is freed
+        print(f"edgebench: error: {exc}", file=sys.stderr)
+        return EXIT_DISK_FULL
     except EdgebenchError as exc:
         print(f"edgebench: error: {exc}", file=sys.stderr)
         return 2
@@ -160,7 +167,7 @@ def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace
     args.run_dir = run_dir
     resolved = {k: v for k, v in profile.to_dict().items() if k != "source"}  # a loadable profile file
     try:
-        (run_dir / "profile.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+        write_bytes_atomic(run_dir / "profile.yaml", yaml.safe_dump(resolved, sort_keys=False).encode())
         write_json_atomic(run_dir / "system.json",
                           collect_system_info({"profile": profile.name, "run_id": run_dir.name}))
     except OSError as exc:
@@ -196,6 +203,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
                         accuracy=dict(profile.accuracy),
                         shapes=dict(profile.sweep.get("shapes") or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
+    if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
+        print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
+              f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
@@ -235,6 +245,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
             f"--resume continues the plan saved in {Path(args.resume) / 'profile.yaml'}; {', '.join(given)} "
             "would change it and mix two plans in one results.csv: start a new run with them instead")
     run_dir = Path(args.resume)
+    check_run_folder(run_dir, "--resume")  # it writes there: never through a link out of the folder
     saved = run_dir / "profile.yaml"
     if not saved.exists():
         raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
@@ -375,9 +386,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     run_dirs = [Path(d) for d in args.run_dirs]
-    for d in run_dirs:
-        if not (d / "results.csv").exists():
-            raise EdgebenchError(f"{d}: not a run folder (no results.csv)")
+    for d in run_dirs:  # a cut last line or a linked file is set aside with a warning, never read as a row
+        for note in load_run(d).notes:
+            if "set aside" in note or "symlink" in note or "outside" in note:
+                print(f"edgebench: warning: {note}", file=sys.stderr)
     bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
     if bad:  # before anything is written
         raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")

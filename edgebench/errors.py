@@ -32,3 +32,12 @@ class BackendError(EdgebenchError):
 
 class InstanceError(EdgebenchError):
     """One instance of a run failed; the message names the instance."""
+
+
+class DiskFullError(EdgebenchError):
+    """The disk under --out filled up: the sweep stopped cleanly (rows written so far kept, the row in flight
+    removed) and is to be resumed once space is freed. The message names the path and the space needed."""
+
+    def __init__(self, message: str, run_dir: str) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir

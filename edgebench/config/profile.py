@@ -39,19 +39,50 @@ PROFILES_DIR = PROJECT_ROOT / "profiles"
 MODELS_DIR = PROJECT_ROOT / "models"
 
 
+def _duplicate_key(node: Any, where: str = "") -> tuple[str, int, int] | None:
+    """(dotted key, first line, second line) of the first key given twice in one mapping of a composed YAML
+    node tree (PyYAML keeps the last one silently), else None."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else ""
+            path = f"{where}.{key}" if where else key
+            line = key_node.start_mark.line + 1
+            if key and key in seen:
+                return path, seen[key], line
+            seen[key] = line
+            if (found := _duplicate_key(value_node, path)) is not None:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            if (found := _duplicate_key(item, f"{where}[{i}]")) is not None:
+                return found
+    return None
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
         text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "file does not exist") from None
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from None
     try:
+        duplicate = _duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader))
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(str(path), "", f"not valid YAML: {exc}".replace("\n", " ")) from None
+    if duplicate is not None:
+        key, first, second = duplicate
+        raise ConfigError(str(path), key, f"given twice (lines {first} and {second}); YAML would keep only the "
+                                          "last one silently: remove one")
     if data is None:
-        data = {}
+        raise ConfigError(str(path), "", "the file is empty (no keys); a profile or model spec needs at least "
+                                         "a name or `extends:`")
     if not isinstance(data, dict):
         raise ConfigError(str(path), "", f"top level must be a mapping, got {type(data).__name__}")
     return data
@@ -106,8 +137,13 @@ class Profile:
 
 
 def profile_path(name_or_path: str) -> Path:
+    """A profile file: a path (ends in .yaml/.yml or holds a '/') or the name of one in profiles/."""
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") and path.exists():
+    if path.suffix in (".yaml", ".yml") or "/" in name_or_path:
+        if path.is_dir():
+            raise ConfigError(str(name_or_path), "", "is a folder, not a profile file")
+        if not path.is_file():
+            raise ConfigError(str(name_or_path), "", "file does not exist")
         return path
     candidate = PROFILES_DIR / f"{name_or_path}.yaml"
     if candidate.exists():

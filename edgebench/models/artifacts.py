@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.atomic_files import write_json_atomic
+from edgebench.errors import EdgebenchError
 
 
 def default_cache_root() -> Path:
@@ -58,6 +59,11 @@ class Artifacts:
         self.root = Path(root) if root is not None else default_cache_root()
 
     def path_for(self, kind: str, inputs: dict[str, Any], filename: str) -> Path:
+        """<root>/<kind>/<key>/<filename>; a kind or file name that is not one plain name (it would leave the
+        cache) is an error, whatever made it."""
+        for part in (kind, filename):
+            if not part or part in (".", "..") or Path(part).name != part or "\\" in part:
+                raise EdgebenchError(f"artifact cache {self.root}: {part!r} is not a plain file name; refused")
         return self.root / kind / key_of(inputs) / filename
 
     def get_or_build(

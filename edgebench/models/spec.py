@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -158,7 +159,21 @@ def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
     return tuple(out)
 
 
+MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
+
+
+def check_model_name(name: str) -> str:
+    """A model name is a plain file name in models/ (no '/', no '..', no leading '.' or '-'): it becomes
+    models/<name>.yaml and folders of the artifact cache, and must stay inside both."""
+    if not isinstance(name, str) or not MODEL_NAME_RE.match(name) or ".." in name:
+        raise ConfigError(f"model {name!r}", "", "not a model name: letters, digits and _ . + - only, no '/' or "
+                                                 "'..' (a name is models/<name>.yaml; an ONNX file elsewhere is "
+                                                 "--onnx PATH)")
+    return name
+
+
 def load_model_spec(name: str) -> ModelSpec:
+    check_model_name(name)
     path = MODELS_DIR / f"{name}.yaml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in MODELS_DIR.glob("*.yaml")))

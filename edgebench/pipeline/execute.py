@@ -19,6 +19,7 @@ from edgebench.evaluation.tensorcores import kernel_summary
 from edgebench.models.inputs import describe_inputs
 from edgebench.models.spec import ModelSpec
 from edgebench.models.weights import resolve_weights
+from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.phases import PhaseClock
@@ -150,6 +151,9 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
                        for tl in outcome.timelines]
     if idle_power_w is not None:
         parts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
+    else:
+        parts.idle_absent = idle_absent(profile)
+    parts.samplers = tuple(profile.telemetry["samplers"])  # the empty_reasons step names them
     parts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
     parts.load = load_fields(cfg, outcome.instances, summary)
     # power calibration (power.calibration / calibration_file): derived from the assembled power columns

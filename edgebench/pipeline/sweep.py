@@ -10,25 +10,33 @@ assembles them (one writer per column), pipeline/model_cache.py holds what rows 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import logging
+import os
+import shutil
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.atomic_files import write_bytes_atomic
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
-from edgebench.errors import EdgebenchError
+from edgebench.errors import DiskFullError, EdgebenchError
 from edgebench.pipeline.cooldown import Thermal
 from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
+from edgebench.results.reader import HEADER_LINE
 from edgebench.results.row import RowParts, Verdict, assemble_row, identity
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 log = logging.getLogger("edgebench")
 
@@ -74,14 +82,23 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             continue
         ident = identity(cfg, run_dir.name, next_index)
         row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
-        if p.skip_reason is not None:
-            parts = RowParts(ident, verdict=Verdict(skip_reason=p.skip_reason))
-        else:
-            if on_start:
-                on_start(i, len(planned), cfg)
-            parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal)
-        row = _assemble(parts, row_dir)
-        store.append(row)
+        row_dir_existed = row_dir.exists()
+        try:
+            if p.skip_reason is not None:
+                parts = RowParts(ident, verdict=Verdict(skip_reason=p.skip_reason))
+            else:
+                if on_start:
+                    on_start(i, len(planned), cfg)
+                parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal)
+            row = _assemble(parts, row_dir)
+            store.append(row)  # whole line or nothing (results/store.py)
+        except Exception as exc:
+            full = disk_full_cause(exc)
+            if full is None:
+                raise
+            if not row_dir_existed:  # the row in flight is not recorded: none of its files stay as if complete
+                shutil.rmtree(row_dir, ignore_errors=True)
+            raise disk_full_error(full, run_dir, store.path) from None
         written.append(row)
         next_index += 1
         if on_row:
@@ -92,7 +109,8 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
 def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, ident: dict[str, Any],
              idle_power_w: float | None, power: Any, thermal: Thermal) -> RowParts:
     """The parts of one measured config's row; a failure is a failed row's parts (the sweep goes on). The thermal
-    part (cooldown before the row, temperatures at its start and end) is kept either way."""
+    part (cooldown before the row, temperatures at its start and end) is kept either way. A full disk is raised
+    (the sweep stops: disk_full_error), never a failed row."""
     heat: dict[str, Any] = {}
     try:
         if (effective := power.switch(cfg.power_mode)) is not None:
@@ -106,8 +124,12 @@ def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path
         parts.thermal = heat
         return parts
     except EdgebenchError as exc:
+        if disk_full_cause(exc) is not None:
+            raise
         return RowParts(ident, thermal=heat, verdict=Verdict(failure=str(exc)))
     except Exception as exc:  # an internal bug must not cost the sweep its other rows
+        if disk_full_cause(exc) is not None:
+            raise
         return RowParts(ident, thermal=heat, verdict=Verdict(failure=_internal_error(exc, row_dir)))
 
 
@@ -122,5 +144,49 @@ def _assemble(parts: RowParts, row_dir: Path) -> dict[str, Any]:
 
 def _internal_error(exc: BaseException, row_dir: Path) -> str:
     row_dir.mkdir(parents=True, exist_ok=True)
-    (row_dir / "error.txt").write_text(traceback.format_exc())
+    write_bytes_atomic(row_dir / "error.txt", traceback.format_exc().encode())
     return f"internal error {type(exc).__name__}: {exc} (traceback in {row_dir / 'error.txt'})"
+
+
+def disk_full_cause(exc: BaseException | None) -> OSError | None:
+    """The 'no space left' / 'quota exceeded' OSError in exc or the exceptions it came from, else None."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _size_text(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def disk_full_error(exc: OSError, run_dir: Path, results: Path) -> DiskFullError:
+    """One line: what could not be written, the free space there, about how much a row needs, how to go on."""
+    rows = run_dir / "rows"
+    largest = max((_tree_bytes(d) for d in rows.iterdir() if d.is_dir()), default=0) if rows.is_dir() else 0
+    need = max(largest, 1 << 20) + len(HEADER_LINE) * 4  # a row folder and its results.csv line, 1 MiB at least
+    try:
+        free = shutil.disk_usage(run_dir).free
+    except OSError:
+        free = 0
+    where = exc.filename or run_dir
+    what = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+    return DiskFullError(
+        f"{what}: could not write {where} ({_size_text(free)} free; about {_size_text(need)} needed per row, the "
+        f"largest row folder so far); the rows in {results} are kept whole and the unfinished row was removed: "
+        f"free at least {_size_text(need)}, then resume with: edgebench bench --resume {run_dir}", str(run_dir))

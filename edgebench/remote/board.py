@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgebench.errors import EdgebenchError
 from edgebench.remote.agent import STATE_DIR, STATE_MARKER
 from edgebench.remote.fetch import Fetched, fetch_run
+from edgebench.remote.sanitize import check_extras
 from edgebench.remote.ship import SHIP_DIR, export_for_board, sweep_models
 from edgebench.remote.ssh import SSH_FAILED, AuthError, HostKeyError, RemoteError, Ssh, classify
 
@@ -122,6 +124,12 @@ class Board:
 
     def setup(self) -> dict[str, Any]:
         if not self.opts.remote_python:
+            if self.opts.remote_extras:
+                try:
+                    check_extras(self.opts.remote_extras)
+                except EdgebenchError as exc:
+                    raise RemoteError(f"{self.host}: {exc}") from None
+            # quoted for the board's shell by _in_dir; the Makefile takes it as a variable, never as recipe text
             extras = [f"EXTRAS={self.opts.remote_extras}"] if self.opts.remote_extras else []
             self.say(" ".join(["make setup", *extras, "(installs packages the first time)"]))
             self.ssh.check(self._in_dir(["make", "setup", *extras]),

@@ -28,6 +28,7 @@ from edgebench.remote.board import (
     status_board,
 )
 from edgebench.remote.inventory import load_inventory
+from edgebench.remote.sanitize import check_extras, printable
 from edgebench.remote.ship import sweep_models
 from edgebench.remote.ssh import check_host, remote_dir_arg
 
@@ -95,8 +96,8 @@ class Printer:
 
     def for_host(self, host: str) -> Callable[[str], None]:
         def say(line: str) -> None:
-            with self.lock:
-                print(f"[{host}] {line}", file=self.stream, flush=True)
+            with self.lock:  # board text never drives the terminal: control characters are shown, not sent
+                print(printable(f"[{host}] {line}"), file=self.stream, flush=True)
 
         return say
 
@@ -125,6 +126,8 @@ def main(argv: list[str], cache: str | None = None) -> int:
             raise EdgebenchError("edgebench remote: --device given twice (before and after --)")
         bench_args = ["--device", args.device, *bench_args]
     check_bench_args(bench_args)
+    if args.remote_extras is not None:
+        check_extras(args.remote_extras)
     opts = RemoteOptions(
         remote_dir=remote_dir_arg(args.remote_dir or "~/edgebench"), local_dir=Path(args.local_dir),
         remote_python=args.remote_python, remote_extras=args.remote_extras, export=args.export,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgebench.backends.trt_layers import LayerRow, read_layers_csv, top_layers
+from edgebench.results.confine import inside
 
 TOP_N = 15
 DEVICE_COLOURS = {"GPU": "#4c72b0", "DLA": "#dd8452"}
@@ -49,7 +50,8 @@ def draw_top_layers(rows: list[LayerRow], out_base: Path, title: str, formats: t
 def write_layer_page(run_dirs: list[Path], out_dir: Path, formats: tuple[str, ...] = ("png",),
                      top: int = TOP_N) -> Path | None:
     """<out_dir>/layers.md for every layers.csv under the runs' rows/; None when no row has one."""
-    found = [(run, csv) for run in run_dirs for csv in sorted((run / "rows").glob("*/layers.csv"))]
+    found = [(run, csv) for run in run_dirs for csv in sorted((run / "rows").glob("*/layers.csv"))
+             if inside(run, csv)]  # never through a link out of the run folder
     if not found:
         return None
     lines = ["# Per-layer time (TensorRT IProfiler, outside the measured window)", ""]

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.report.intervals import median_ci, ratio_ci
-from edgebench.results.reader import read_table, typed_row
+from edgebench.results.reader import typed_row
+from edgebench.results.runs import load_run
 
 # power_mode (Jetson nvpmodel): rows of different power modes are different configurations, not repeats
 GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options", "power_mode")
@@ -80,8 +81,11 @@ def per_run_speedup_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
 
 
 def read_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
-    """Typed rows of every run's results.csv (results.reader)."""
-    return [row for run_dir in run_dirs for row in read_table(Path(run_dir) / "results.csv")]
+    """The intact rows of each run's results.csv (a cut last line is set aside: results.runs.load_run)."""
+    rows: list[dict[str, Any]] = []
+    for run_dir in run_dirs:
+        rows.extend(load_run(run_dir).rows)
+    return rows
 
 
 def _cell(value: Any, digits: int = 3) -> str:

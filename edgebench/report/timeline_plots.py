@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.report.figure import FigureData, Series, slug
+from edgebench.results.confine import inside, link_problem
 from edgebench.results.runs import Run
 
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
@@ -44,7 +45,7 @@ def _read_telemetry(path: Path) -> tuple[list[int], dict[str, tuple[str, list[fl
 def _overlap_window(row_dir: Path) -> tuple[int, int] | None:
     """[latest instance start, earliest instance end] from latencies.csv.gz, as the row's numbers use."""
     path = row_dir / "latencies.csv.gz"
-    if not path.exists():
+    if not path.exists() or path.is_symlink():
         return None
     first: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -72,15 +73,18 @@ def power_timeline(run: Run, row: dict[str, Any], tag: str = "") -> FigureData:
         return fig
     art = row.get("artifact_dir") or ""
     row_dir = run.path / art if art else None
+    if row_dir is not None and (problem := link_problem(run.path, row_dir)) is not None:
+        fig.absent_reason = f"row {idx}: {problem}; not read"
+        return fig
     if row_dir is None or not row_dir.is_dir():
         fig.absent_reason = f"row {idx}: no per-row folder ({art or 'artifact_dir empty'}) in {run.path}"
         return fig
-    files = sorted(row_dir.glob("telemetry_*.csv"))
+    files = [f for f in sorted(row_dir.glob("telemetry_*.csv")) if inside(run.path, f)]
     if not files:
         fig.absent_reason = f"row {idx}: no telemetry_*.csv in {row_dir} (no sampler ran or it wrote nothing)"
         return fig
     meta: dict[str, Any] = {}
-    if (row_dir / "row.json").exists():
+    if (row_dir / "row.json").exists() and inside(run.path, row_dir / "row.json"):
         meta = json.loads((row_dir / "row.json").read_text())
     start_ns = int(meta.get("measure_start_ns") or 0)
     end_ns = int(meta.get("measure_end_ns") or 0)

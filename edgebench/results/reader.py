@@ -12,7 +12,8 @@ that are not in the schema (an older or foreign table) are kept as they come. A 
 column's type is one EdgebenchError naming the file, line and column.
 
 Line handling is the store's: one row is one line; a last line without its newline (a killed write) is not a row
-(ResultsStore.resume moves it to results.partial.txt).
+(ResultsStore.resume moves it to results.partial.txt; read_lines_table sets it aside with a note, as it does a line
+with the wrong number of cells, for the report).
 """
 
 from __future__ import annotations
@@ -135,3 +136,33 @@ def read_table(path: Path | str, required: tuple[str, ...] = (),
         if missing:
             raise EdgebenchError(f"{path}: missing column(s) {', '.join(missing)}")
         return [typed_row(r, f"{path} line {i + 2}", types) for i, r in enumerate(reader)]
+
+
+def read_lines_table(path: Path | str, required: tuple[str, ...] = (),
+                     types: Mapping[str, type] = COLUMN_TYPES) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """(header names, typed rows, notes) of a table written one row per line (results.csv, however old or hand-made:
+    columns matched by name, as read_table does). A last line without its newline (a sweep killed mid-write, a copy
+    in progress) and a line with the wrong number of cells are set aside, each with a note: never a row. A missing
+    `required` column is one EdgebenchError naming the file."""
+    path = Path(path)
+    with open(path, newline="") as fh:
+        text = fh.read()
+    lines, torn = split_lines(text)
+    notes: list[str] = []
+    if torn:
+        notes.append(f"{path}: last line cut short ({len(torn)} characters, no newline: a sweep killed mid-write "
+                     f"or a copy in progress); set aside, not a row")
+    names = cells_of(lines[0]) if lines else []
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise EdgebenchError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = cells_of(line)
+        if len(cells) != len(names):
+            notes.append(f"{path}: line {number} has {len(cells)} cells, the header {len(names)}; set aside")
+            continue
+        rows.append(typed_row(dict(zip(names, cells, strict=True)), f"{path} line {number}", types))
+    return names, rows, notes

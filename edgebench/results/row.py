@@ -34,6 +34,15 @@ Derived after the parts (each from columns already in the row): energy_per_infer
 and, with an idle baseline that applies to the row, power_w_idle and energy_per_inference_dynamic_mj; then the
 power-calibration step (a function the pipeline hands over, telemetry.power_calibration): power_w_mean_calibrated,
 energy_per_inference_calibrated_mj and power_calibration, from the raw power columns, which stay as measured.
+Last, for a measured row (status ok or invalid), the empty_reasons step: why a column a reader could take for an
+answer is empty, one 'column[, column]: why' entry each, '; '-joined (why_empty):
+  throttled, throttle_reasons   not checked: none of the row's samplers (RowParts.samplers) reads throttling (empty
+                                throttled means not checked; false means checked and not throttled)
+  power_mode                    not switched by this sweep (power.modes not set)
+  gpu_sharing                   no CUDA placement in the row
+  power_w_idle, energy_per_inference_dynamic_mj
+                                no power in the row | no idle baseline (RowParts.idle_absent says why) | the baseline
+                                does not apply to the row (measured on GPU 0 only, the row's power covers other GPUs)
 
 status and reason are not columns a part writes but the row's Outcome, built by explicit steps in one order
 (outcome()): skipped by the plan | failed (the reason, then the GPU-sharing and probe notes; then the SLO part) | the
@@ -44,7 +53,7 @@ part, judged on the status and reason so far, and its note; layer profile, accur
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +66,7 @@ PART_ORDER = ("identity", "setup", "backend", "metrics", "telemetry", "thermal",
 OUTCOME_COLUMNS = ("status", "reason")
 DERIVED = {"energy_per_inference_mj": "energy", "power_w_idle": "energy", "energy_per_inference_dynamic_mj": "energy",
            "power_w_mean_calibrated": "calibration", "energy_per_inference_calibrated_mj": "calibration",
-           "power_calibration": "calibration"}
+           "power_calibration": "calibration", "empty_reasons": "empty_reasons"}
 # columns two parts may both write, and the part whose non-empty value wins (the rule in the docstring)
 PREFERRED = {"tensor_core_evidence": ("kernels", "backend"), "slo_ms": ("slo", "load")}
 # the SLO part: (status, reason so far) -> (slo columns, a note for the reason or "")
@@ -65,6 +74,8 @@ SloJudge = Callable[[str, str], tuple[dict[str, Any], str]]
 # the power-calibration step: the row with its energy columns -> power_w_mean_calibrated, ..., power_calibration
 Calibrate = Callable[[dict[str, Any]], dict[str, Any]]
 TELEMETRY_JOINED = {"throttle_reasons": ";", "telemetry_source": "+"}
+THROTTLE_SOURCES = ("nvml", "jetson_throttle")  # the samplers that read throttling
+MEASURED = ("ok", "invalid")
 
 
 class RowAssemblyError(ValueError):
@@ -115,6 +126,8 @@ class RowParts:
     slo: SloJudge | None = None
     calibrate: Calibrate | None = None
     idle: IdleBaseline | None = None
+    idle_absent: str = ""  # why there is no idle baseline when idle is None (pipeline.empty_reasons.idle_absent)
+    samplers: tuple[str, ...] = ()  # the telemetry samplers the row ran, in the profile's order
     verdict: Verdict = field(default_factory=Verdict)
 
 
@@ -256,7 +269,33 @@ def assemble_row(parts: RowParts) -> Row:
             _put(row, name, value, "calibration")
     _put(row, "status", result.status, "outcome")
     _put(row, "reason", result.reason, "outcome")
+    if result.status in MEASURED:
+        absent = None if parts.idle is not None else (parts.idle_absent or "no idle baseline for this sweep")
+        _put(row, "empty_reasons", why_empty(row, parts.samplers, absent), "empty_reasons")
     return row
+
+
+def why_empty(row: dict[str, Any], samplers: Sequence[str], idle_absent: str | None) -> str | None:
+    """The empty_reasons cell of a measured row (module docstring), or None when no column needs one. `idle_absent`:
+    why there is no idle baseline; None when there is one (an empty power_w_idle then means it does not apply)."""
+    out = []
+    if row.get("throttled") is None:
+        ran = ", ".join(samplers) or "none"
+        out.append(f"throttled, throttle_reasons: not checked (this row's samplers {ran} do not read throttling, "
+                   f"{' and '.join(THROTTLE_SOURCES)} do)")
+    if row.get("power_mode") is None:
+        out.append("power_mode: not switched by this sweep (power.modes not set), system.json records the mode")
+    if row.get("gpu_sharing") is None:
+        out.append("gpu_sharing: no CUDA placement in this row")
+    if row.get("power_w_idle") is None:
+        if row.get("power_w_mean") is None:
+            why = "no power measured in this row (energy_source says why)"
+        elif idle_absent is not None:
+            why = idle_absent
+        else:
+            why = "the idle baseline was measured on GPU 0 only; this row's power covers other GPUs"
+        out.append(f"power_w_idle, energy_per_inference_dynamic_mj: {why}")
+    return "; ".join(out) or None
 
 
 def _put(row: Row, name: str, value: Any, writer: str) -> None:

@@ -4,8 +4,11 @@ attributes (results/ imports no runner)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +16,29 @@ from edgebench.atomic_files import write_json_atomic
 from edgebench.config.run_config import RunConfig
 
 
+@contextlib.contextmanager
+def _whole(path: Path) -> Iterator[Path]:
+    """A temp path beside `path`, renamed to it when the block ends without error, removed otherwise."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        if exc.filename is None:  # a write() error names no file: name the one being written
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
 def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict,
                     phases: dict[str, float] | None = None) -> None:
     """`phases`: the row's wall time per phase in seconds (pipeline/phases.py), kept in row.json."""
     row_dir.mkdir(parents=True, exist_ok=True)
-    with gzip.open(row_dir / "latencies.csv.gz", "wt", newline="") as fh:
+    # every file goes to a temp name first and is renamed when whole: a full disk or a kill leaves no
+    # half-written file under a final name
+    with _whole(row_dir / "latencies.csv.gz") as tmp, gzip.open(tmp, "wt", newline="") as fh:
         w = csv.writer(fh)
         open_loop = any(inst.issued_ns is not None for inst in outcome.instances)
         # fixed-rate rows: start_ns is the scheduled arrival, issued_ns when the inference really began
@@ -30,7 +51,8 @@ def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, 
             for s, e in zip(inst.start_ns.tolist(), inst.end_ns.tolist()):
                 w.writerow([inst.instance, inst.placement, s, e])
     for tl in outcome.timelines:
-        tl.to_csv(row_dir / f"telemetry_{tl.source}.csv")
+        with _whole(row_dir / f"telemetry_{tl.source}.csv") as tmp:
+            tl.to_csv(tmp)
     write_json_atomic(row_dir / "row.json", {
         "config": cfg.to_dict(),
         "status": outcome.status,

@@ -7,7 +7,6 @@ Rows are typed by results.reader (the schema's type per column; None = not measu
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import dataclass, field
@@ -15,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.results.reader import read_table
+from edgebench.results.confine import link_problem
+from edgebench.results.reader import read_lines_table
 from edgebench.results.schema import COLUMN_NAMES, STATUSES
 from edgebench.results.store import COLUMNS_NOTE, missing_reason, written_by
 
@@ -76,21 +76,25 @@ class Run:
 
 
 def load_run(path: Path | str) -> Run:
-    """Read one run folder; EdgebenchError names the folder when it has no results.csv."""
+    """Read one run folder; EdgebenchError names the folder when it has no results.csv. No file is read
+    through a symlink or from outside the folder (edgebench.results.confine)."""
     path = Path(path)
     results = path / "results.csv"
-    if not results.exists():
+    if not results.exists() and not results.is_symlink():
         raise EdgebenchError(f"{path}: not a run folder (no results.csv)")
-    read = read_table(results, required=("model", "backend", "precision", "batch", "status"))
-    with open(results, newline="") as fh:
-        names = next(csv.reader(fh), [])
+    if (problem := link_problem(path, results)) is not None:
+        raise EdgebenchError(f"{problem}; not read")
+    # a cut last line or a line of the wrong length is set aside with a note (results.reader.read_lines_table)
+    names, read, notes = read_lines_table(results, required=("model", "backend", "precision", "batch", "status"))
     rows = [{c: None for c in COLUMN_NAMES} | r for r in read]  # an older results.csv: its missing columns empty
-    run = Run(path=path, rows=rows, missing_columns=[c for c in COLUMN_NAMES if c not in names])
+    run = Run(path=path, rows=rows, notes=notes, missing_columns=[c for c in COLUMN_NAMES if c not in names])
     if run.missing_columns:
         run.notes.append(f"results.csv written by edgebench {written_by(rows) or '(version not recorded)'} has no "
                          f"{', '.join(run.missing_columns)}: empty here ({missing_reason(written_by(rows))})")
     upgrade_note = path / COLUMNS_NOTE
-    if upgrade_note.exists():
+    if (problem := link_problem(path, upgrade_note)) is not None:
+        run.notes.append(f"{problem}; not read")
+    elif upgrade_note.exists():
         try:
             up = json.loads(upgrade_note.read_text())
             run.notes.append(f"results.csv upgraded by --resume from edgebench {up.get('upgraded_from') or '?'} "
@@ -99,7 +103,9 @@ def load_run(path: Path | str) -> Run:
         except (OSError, json.JSONDecodeError, AttributeError) as exc:
             run.notes.append(f"{upgrade_note}: unreadable ({exc})")
     system_path = path / "system.json"
-    if system_path.exists():
+    if (problem := link_problem(path, system_path)) is not None:
+        run.notes.append(f"{problem}; not read")
+    elif system_path.exists():
         try:
             run.system = json.loads(system_path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
@@ -107,7 +113,9 @@ def load_run(path: Path | str) -> Run:
     else:
         run.notes.append(f"{system_path.name} absent: system info not recorded for this run")
     profile_path = path / "profile.yaml"
-    if profile_path.exists():
+    if (problem := link_problem(path, profile_path)) is not None:
+        run.notes.append(f"{problem}; not read")
+    elif profile_path.exists():
         try:
             import yaml
 

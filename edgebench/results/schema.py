@@ -61,6 +61,9 @@ COLUMNS: list[Column] = [
     Column("power_mode", "", "Jetson nvpmodel mode the row ran in, as nvpmodel -q named it after the switch "
                              "(only when power.modes sweeps it; system.json records the mode otherwise)"),
     Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider"),
+    Column("empty_reasons", "", "measured rows: why a column a reader could take for an answer is empty, "
+                                "'column[, column]: why', '; '-joined (e.g. 'throttled, throttle_reasons: not "
+                                "checked ...': empty throttled means not checked, false means not throttled)"),
     # --- the window
     Column("window_s", "s", "length of the overlap window [latest instance start, earliest instance end]"),
     Column("inferences", "batches",

@@ -25,6 +25,7 @@ A header that is not an edgebench header at all (no config_hash/status/required 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -88,10 +89,21 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _append_fsync(path: Path, data: bytes) -> None:
+    """Append `data` whole or not at all: a write that fails part-way (a full disk) is cut back off, so the
+    file never ends in a half line that a reader would have to set aside."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        _write_all(fd, data)
-        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            if exc.filename is None:  # a write() error names no file
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
+            raise
     finally:
         os.close(fd)
 

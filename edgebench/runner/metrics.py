@@ -49,6 +49,7 @@ class Summary:
     latency_ms: dict[str, float | None] = field(default_factory=dict)  # mean p50 p90 p95 p99 max min
     subwindow_ips: list[float] = field(default_factory=list)
     stability_pct: float = 0.0  # max |sub - mean| / mean * 100
+    open_loop: bool = False  # fixed-rate row: sub-windows count service time [issued, end], not time queued
 
 
 def _empty(n_instances: int) -> Summary:
@@ -62,6 +63,10 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
     Sub-window throughput attributes each inference to the sub-windows it overlaps in proportion
     to the overlap (an inference spanning a boundary counts partly on each side), so slow models
     with few inferences per sub-window are not judged unstable from counting granularity alone.
+    For open-loop (fixed-rate) instances, which carry `issued_ns`, that span is the inference's service
+    [issued, end], so stability is that of completions: an inference that waited in a backlog is not
+    smeared over [arrival, end] (under overload every arrival is early and every end late, which made a
+    steadily working device look unstable).
     An instance without inferences leaves no overlap: the summary is empty (window_s 0).
     """
     import numpy as np
@@ -73,16 +78,19 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
     if w1 <= w0:
         return _empty(len(instances))
     window_s = (w1 - w0) / 1e9
-    starts, ends, per_instance = [], [], []
+    open_loop = all(getattr(r, "issued_ns", None) is not None for r in instances)
+    starts, ends, busy_from, per_instance = [], [], [], []
     for r in instances:
         s = np.asarray(r.start_ns, dtype=np.int64)
         e = np.asarray(r.end_ns, dtype=np.int64)
         inside = (s >= w0) & (e <= w1)
         starts.append(s[inside])
         ends.append(e[inside])
+        busy_from.append(np.asarray(r.issued_ns, dtype=np.int64)[inside] if open_loop else s[inside])
         per_instance.append(int(inside.sum()) * batch / window_s)
     s_all = np.concatenate(starts)
     e_all = np.concatenate(ends)
+    b_all = np.concatenate(busy_from)
     count = int(len(s_all))
     latency: dict[str, float | None] = {k: None for k in ("mean", *MIN_INFERENCES_FOR, "max", "min")}
     if count:
@@ -98,10 +106,10 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
     # each inference occupies [start, end + 1) ns, so zero-length ones still have a place
     edges = np.linspace(w0, w1 + 1, sub_windows + 1)
     occupied_end = e_all + 1
-    dur = (occupied_end - s_all).astype(np.float64)
+    dur = (occupied_end - b_all).astype(np.float64)
     sub_ips = []
     for a, b in zip(edges[:-1], edges[1:], strict=True):
-        overlap = np.clip(np.minimum(occupied_end, b) - np.maximum(s_all, a), 0.0, None)
+        overlap = np.clip(np.minimum(occupied_end, b) - np.maximum(b_all, a), 0.0, None)
         sub_ips.append(float((overlap / dur).sum()) * batch / ((b - a) / 1e9))
     mean_ips = sum(sub_ips) / len(sub_ips)
     stability = max(abs(x - mean_ips) for x in sub_ips) / mean_ips * 100.0 if mean_ips > 0 else 0.0
@@ -116,12 +124,29 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
         latency_ms=latency,
         subwindow_ips=sub_ips,
         stability_pct=stability,
+        open_loop=open_loop,
     )
 
 
+def overload_reason(summary: Summary, cfg: RunConfig) -> str | None:
+    """For a fixed-rate row: why the offered rate was not sustained (achieved below offered by more than
+    run.stability_tolerance_pct), else None. Its latencies then measure a backlog growing for as long as
+    the window lasts, not the service at that rate."""
+    if cfg.rate_hz is None or summary.window_s <= 0:
+        return None
+    offered = cfg.rate_hz * cfg.instances
+    achieved = summary.inferences / summary.window_s
+    if achieved >= offered * (1.0 - cfg.stability_tolerance_pct / 100.0):
+        return None
+    return (f"offered rate not sustained: offered {offered:.4g} inferences/s, achieved {achieved:.4g}/s "
+            f"({achieved / offered * 100.0:.0f}%): the backlog, and the latency, grew for the whole window")
+
+
 def judge(summary: Summary, cfg: RunConfig) -> tuple[str, str]:
-    """("ok", "") or ("invalid", reasons joined with "; ")."""
+    """("ok", "") or ("invalid", reasons joined with "; "). A fixed-rate row that could not keep up says so first."""
     reasons = []
+    if (overload := overload_reason(summary, cfg)) is not None:
+        reasons.append(overload)
     if summary.window_s < 0.9 * cfg.duration_s:
         reasons.append(f"window {summary.window_s:.1f} s shorter than required {cfg.duration_s:.1f} s")
     if summary.inferences < cfg.min_inferences:

@@ -28,7 +28,6 @@ import functools
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +38,7 @@ from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
 from edgebench.runner import worker
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
+from edgebench.runner.workdirs import make_workdir
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -174,7 +174,7 @@ class _Run:
         self.barrier = self.ctx.Barrier(n + 1, action=functools.partial(worker.mark_release, self.release_raw))
         self.stop_raw = self.ctx.RawArray("b", 1)
         self.counts_raw = self.ctx.RawArray("q", n)
-        self.workdir = tempfile.mkdtemp(prefix="edgebench-run-")
+        self.workdir = make_workdir()  # records its owner: a killed harness's folder is removed at the next start
         self.children: list[_Child] = []
         self.phase = ["startup"] * n
         self.ready = [False] * n

@@ -84,6 +84,35 @@ def test_unknown_profile_lists_known_ones():
     assert "unknown profile" in str(info.value) and "host" in str(info.value)
 
 
+def test_empty_profile_is_refused_naming_the_file(tmp_path):
+    for name, text in (("empty.yaml", ""), ("comment.yaml", "# nothing but a comment\n")):
+        path = write(tmp_path, name, text)
+        with pytest.raises(ConfigError) as info:
+            load_profile(str(path))
+        assert str(info.value) == f"{path}: the file is empty (no keys); a profile or model spec needs at least " \
+                                  "a name or `extends:`"
+
+
+def test_duplicated_key_is_refused_naming_the_file_and_the_key(tmp_path):
+    path = write(tmp_path, "dup.yaml", "extends: host\nrun:\n  duration_s: 1\n  warmup_s: 1\n  duration_s: 20\n")
+    with pytest.raises(ConfigError) as info:
+        load_profile(str(path))
+    assert str(info.value) == (f"{path}: field 'run.duration_s': given twice (lines 3 and 5); YAML would keep only "
+                               "the last one silently: remove one")
+    top = write(tmp_path, "top.yaml", "name: a\nsweep: {batches: [1]}\nname: b\n")
+    with pytest.raises(ConfigError, match="field 'name': given twice \\(lines 1 and 3\\)"):
+        load_profile(str(top))
+
+
+def test_a_profile_path_that_does_not_exist_says_so(tmp_path):
+    for given in (str(tmp_path / "missing.yaml"), str(tmp_path / "sub" / "board"), "profiles/nosuch.yml"):
+        with pytest.raises(ConfigError) as info:
+            load_profile(given)
+        assert str(info.value) == f"{given}: file does not exist"
+    with pytest.raises(ConfigError, match="is a folder, not a profile file"):
+        load_profile(str(tmp_path) + "/")
+
+
 def test_command_line_overrides_are_validated():
     prof = load_profile("host")
     changed = prof.with_overrides("sweep", batches=[2], models=None)

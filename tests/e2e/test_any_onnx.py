@@ -167,6 +167,7 @@ def test_accuracy_failure_after_the_window_keeps_the_row(files, tmp_path):
     (["--shapes", "pixels:1x3x8"], ["input 'pixels' has rank 4", "rank 3"]),
     (["--shapes", "pixels:1x3x0x8"], ["input 'pixels'", "dim 0", ">= 1"]),
     (["--shapes", "pixels:1x3x-8x8"], ["input 'pixels'", "dim -8"]),
+    (["--shapes", "pixels:1x3x99999999999x99999999999"], ["input 'pixels'", "cannot be allocated", "memory"]),
     ([], ["input 'pixels' axis 2 ('height') is dynamic", "--shapes pixels:"]),
 ])
 def test_bad_shapes_are_one_line_and_nothing_runs(env, files, tmp_path, args, words):

@@ -287,3 +287,34 @@ def test_resnet18_export_parity_and_int8(tmp_path):
     assert got.shape == (4, 1000) and np.isfinite(got).all()
     cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
     assert cos.min() > 0.95, cos
+
+
+# ------------------------------------------------------------------ model names stay inside models/ and the cache
+
+@pytest.mark.parametrize("name", ["../../somewhere/x", "../models/tiny_cnn", "/etc/passwd", ".hidden", "a/b", "x y"])
+def test_export_refuses_model_names_that_leave_the_model_folder(tmp_path, name):
+    import subprocess
+    import sys
+
+    cwd = tmp_path / "a" / "b"
+    cwd.mkdir(parents=True)
+    (tmp_path / "somewhere").mkdir()
+    (tmp_path / "somewhere" / "x.yaml").write_text("name: x\nsource: builtin\narch: tiny_cnn\ninput_shape: [3, 8, 8]\n")
+    cache = tmp_path / "cache"
+    proc = subprocess.run([sys.executable, "-m", "edgebench", "--cache", str(cache), "export", "--model", name],
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"edgebench: error: model {name!r}: not a model name: letters, digits and _ . + - only, "
+                           "no '/' or '..' (a name is models/<name>.yaml; an ONNX file elsewhere is --onnx PATH)\n")
+    assert not cache.exists()  # nothing created, inside the cache or outside it
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "somewhere", "x.yaml"]
+
+
+def test_artifact_cache_paths_never_leave_the_cache(tmp_path):
+    from edgebench.errors import EdgebenchError
+
+    cache = Artifacts(tmp_path)
+    assert cache.path_for("onnx", {"a": 1}, "m.onnx").parent.parent == tmp_path / "onnx"
+    for kind, filename in (("onnx", "../../x.onnx"), ("..", "m.onnx"), ("onnx", "/etc/x"), ("onnx", "..")):
+        with pytest.raises(EdgebenchError, match="is not a plain file name; refused"):
+            cache.path_for(kind, {"a": 1}, filename)

@@ -46,6 +46,24 @@ def test_parse_shapes_errors_name_the_input(text: str, words: list[str]) -> None
         assert w in msg
 
 
+def test_shapes_that_cannot_be_allocated_are_refused_with_the_size() -> None:
+    from edgebench.config.shapes import allocation_problem, memory_bytes
+
+    with pytest.raises(InputError) as err:
+        parse_shapes("x:1x3x99999999999x99999999999")
+    msg = str(err.value)
+    assert msg.startswith("--shapes: input 'x': 1x3x99999999999x99999999999 cannot be allocated: 3e+22 values")
+    assert "\n" not in msg and "memory" in msg
+    # the bound is the machine's memory at 1 byte per value: just above it refused, at it accepted
+    assert allocation_problem((2, 1000), memory=1999) is not None
+    assert allocation_problem((2, 1000), memory=2000) is None
+    assert allocation_problem((2**40, 2**40), memory=None) == (
+        f"{2.0**80:.3g} values, at least 1.05e+06 EiB even at 1 byte each: more than a 64-bit size can hold")
+    mem = memory_bytes()
+    assert mem is None or mem > 2**20  # a real figure from the OS (any machine running this has > 1 MiB)
+    assert parse_shapes("x:1x3x224x224") == {"x": (1, 3, 224, 224)}
+
+
 def test_parse_vocab_forms() -> None:
     assert parse_vocab("30522") == {"*": 30522}
     assert parse_vocab("input_ids:30522,token_type_ids:2") == {"input_ids": 30522, "token_type_ids": 2}

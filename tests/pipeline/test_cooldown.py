@@ -210,7 +210,7 @@ def test_nvml_source_without_a_gpu_says_why_and_does_not_wait(monkeypatch):
     def no_nvml():
         raise EdgebenchError("NVML unavailable: pynvml is not installed (simulated)")
 
-    monkeypatch.setattr(tp, "_import_nvml", no_nvml)
+    monkeypatch.setattr(tp.nvml_module, "_import_nvml", no_nvml)  # thermal_probe reaches it through its module
     thermal = Thermal({"enabled": True, "source": "nvml"}, gpu=True)
     thermal.rows_done = 1
     fields = thermal.before_row()

@@ -20,7 +20,7 @@ from edgebench.models.model_artifact import ModelArtifact
 from edgebench.pipeline.slo_search import Probe, search_max_streams
 from edgebench.runner import worker
 from edgebench.runner.load import load_fields, slo_met
-from edgebench.runner.metrics import summarize
+from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.orchestrator import run_instances
 
 
@@ -71,6 +71,12 @@ def test_overloaded_stream_latency_counts_queueing_and_grows_with_the_window():
         assert fields["achieved_rate_hz"] < 0.5 * fields["offered_rate_hz"]
         assert p99[duration_s] > 20 * fields["service_ms_p50"]  # the latency is mostly waiting
         assert fields["queue_ms_p99"] > 10 * fields["service_ms_p50"]
+        # the verdict names the overload (offered vs achieved), and the device's steady work is not "unstable"
+        status, reason = judge(summary, cfg)
+        assert status == "invalid"
+        assert reason.startswith(f"offered rate not sustained: offered 2000 inferences/s, achieved "
+                                 f"{fields['achieved_rate_hz']:.4g}/s"), reason
+        assert summary.open_loop and summary.stability_pct < cfg.stability_tolerance_pct, summary.subwindow_ips
     assert p99[1.6] > 2.5 * p99[0.4]
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 from sshd_server import SshServer, missing_tools, start_sshd
 
 pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=str(missing_tools()))
@@ -378,3 +379,71 @@ def test_boards_in_parallel_export_one_at_a_time(tmp_path, monkeypatch):
         t.join()
     assert most[0] == 1
     assert all((tmp_path / f"s{i}" / "models" / "tiny_cnn.yaml").is_file() for i in range(2))
+
+
+# --------------------------------------------------------------------------- issue 21: EXTRAS, board text
+
+EXTRAS_INJECTION = "x]' ; touch {m} ; '["
+
+
+def test_remote_extras_injection_is_refused_before_any_board(sshd, caches, tmp_path):
+    marker = tmp_path / "pwned"
+    board_dir = tmp_path / "board"
+    cmd = [sys.executable, "-m", "edgebench", "--cache", str(caches[0]), "remote", "--host", "board",
+           "--ssh-config", str(sshd.config), "--remote-dir", str(board_dir),
+           "--remote-extras", EXTRAS_INJECTION.format(m=marker), "--", *SMOKE_FAST]
+    proc = run_remote(cmd, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr == (f"edgebench: error: --remote-extras {EXTRAS_INJECTION.format(m=marker)!r}: not a "
+                           "comma-separated list of extras names (letters, digits, _ . -), e.g. ort,trt,progress\n")
+    assert not marker.exists() and not board_dir.exists()
+
+
+def test_extras_reach_make_on_the_board_as_data_never_as_shell(sshd, tmp_path):
+    """What Board.setup sends (`cd DIR && make setup EXTRAS=...`, every word quoted) run on the real sshd with the
+    issue's injection string: the board's Makefile refuses it and no shell runs it. Board.setup itself refuses
+    it before sending anything."""
+    import shutil as sh
+
+    from edgebench.remote.board import Board, RemoteOptions
+    from edgebench.remote.ssh import RemoteError
+
+    if sh.which("make") is None:
+        pytest.skip("GNU make is not installed")
+    board_dir = tmp_path / "board"
+    board_dir.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        sh.copy(REPO / name, board_dir)
+    (board_dir / "fakepy").write_text("#!/bin/sh\nmkdir -p v/bin && touch v/ran\n")
+    (board_dir / "fakepy").chmod(0o755)
+    said: list[str] = []
+    marker = tmp_path / "pwned"
+    injection = EXTRAS_INJECTION.format(m=marker)
+    board = Board("board", RemoteOptions(remote_dir=str(board_dir), local_dir=tmp_path / "local",
+                                         remote_extras=injection, ssh_config=str(sshd.config)), said.append)
+    proc = board.ssh.run(board._in_dir(["make", "setup", "PYTHON=./fakepy", "VENV=v", f"EXTRAS={injection}"]),
+                         what="make setup")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"make setup: EXTRAS={injection} is not a comma-separated list of extras names" in proc.stderr
+    assert not marker.exists() and not (board_dir / "v").exists()
+    with pytest.raises(RemoteError, match=r"^board: --remote-extras .* not a comma-separated list"):
+        board.setup()
+    assert not marker.exists() and not (board_dir / "v").exists() and said == []
+    # a good list goes through to the board's make (here a stand-in python, so nothing is installed)
+    ok = board.ssh.run(board._in_dir(["make", "setup", "PYTHON=./fakepy", "VENV=v", "EXTRAS=ort,dev"]),
+                       what="make setup")
+    assert (board_dir / "v" / "ran").exists(), ok.stdout + ok.stderr
+
+
+def test_escape_sequences_from_a_board_are_shown_not_sent_to_the_terminal(sshd, caches, tmp_path):
+    board_dir = tmp_path / "board"
+    _plant_state(board_dir, "runs/r1\x1b[2J")
+    (board_dir / ".edgebench-remote" / "x.log").write_bytes(
+        b"[1/1] tiny_cnn ok\n\x1b]0;owned\x07\x1b[2J\x1b[1A\rfake: all rows ok\xc2\x9b31m \x9b\n")
+    proc = run_remote(remote_cmd(sshd, caches, board_dir, "attach", "--host", "board", "--no-fetch"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not any(c in proc.stdout + proc.stderr for c in "\x1b\x07\r\x9b")
+    assert "[board] [1/1] tiny_cnn ok" in proc.stdout
+    # a C1 CSI sent as UTF-8 is shown as \x9b; a lone 0x9b byte is not UTF-8 and arrives as U+FFFD
+    assert "[board] \\x1b]0;owned\\x07\\x1b[2J\\x1b[1A\\x0dfake: all rows ok\\x9b31m \ufffd" in proc.stdout
+    assert "[board] OK: sweep finished (exit 0), run runs/r1\\x1b[2J" in proc.stdout

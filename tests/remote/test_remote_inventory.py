@@ -189,3 +189,98 @@ def test_the_shipped_playbook_runs_a_sweep_and_fetches_it(sshd, tmp_path):
         rows = list(csv.DictReader(fh))
     assert len(rows) == 1 and rows[0]["status"] in ("ok", "invalid") and float(rows[0]["throughput_ips"]) > 0
     assert (tmp_path / "board-a" / "pyproject.toml").is_file()  # the checkout was unpacked on the board
+
+
+# --------------------------------------------------------------------------- issue 21: a hostile board, EXTRAS
+
+def _playbook_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "ANSIBLE_HOME": str(tmp_path / "ansible-home"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "lt"),
+            "ANSIBLE_REMOTE_TEMP": str(tmp_path / "rt"), "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "TMPDIR": str(tmp_path), "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+            "ANSIBLE_ROLES_PATH": str(REPO / "ansible" / "roles")}
+
+
+def _playbook_bin() -> Path:
+    path = Path(sys.executable).parent / "ansible-playbook"
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"ansible-playbook not found at {path}")
+    return path
+
+
+def _fetch_only(sshd: SshServer, tmp_path: Path, run_dir: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The role's fetch tasks (tasks/fetch.yml, as the full play runs them) against board orin-a, whose agent
+    reported `run_dir`; returns (ansible-playbook's result, the local folder of orin-a's runs)."""
+    inv, _cfg = lab_inventory(sshd, tmp_path)
+    play = tmp_path / "fetch.yml"
+    play.write_text("- hosts: orin-a\n  gather_facts: false\n  tasks:\n"
+                    "    - ansible.builtin.include_role: {name: edgebench, tasks_from: fetch}\n")
+    local = tmp_path / "fetched"
+    extra = {"edgebench_src": str(REPO), "edgebench_local_dir": str(local), "eb_dir": str(tmp_path / "board-a"),
+             "eb_state": {"run_dir": run_dir, "status": "finished", "exit_code": 0}}
+    proc = subprocess.run([str(_playbook_bin()), "-i", str(inv), str(play), "-e", json.dumps(extra)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=_playbook_env(tmp_path))
+    return proc, local / "orin-a"
+
+
+@ansible_missing
+@needs_sshd
+def test_the_playbook_fetch_never_recreates_a_boards_links_or_specials(sshd, tmp_path):
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("private")
+    run = tmp_path / "board-a" / "runs" / "r1"
+    (run / "rows" / "0000-h").mkdir(parents=True)
+    (tmp_path / "board-a" / ".edgebench-remote").mkdir()
+    (run / "results.csv").write_text("model,backend,precision,batch,status\ntiny_cnn,null,fp32,1,ok\n")
+    (run / "rows" / "0000-h" / "row.json").write_text("{}")
+    (run / "passwd").symlink_to("/etc/passwd")
+    (run / "rows" / "home").symlink_to(secret)
+    (run / "rows" / "0000-h" / "telemetry_host.csv").symlink_to(secret / "key")
+    os.mkfifo(run / "pipe")
+    proc, local = _fetch_only(sshd, tmp_path, "runs/r1")
+    out = proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, out
+    got = sorted(str(p.relative_to(local)) for p in local.rglob("*") if not p.name.startswith("."))
+    assert got == ["r1", "r1/results.csv", "r1/rows", "r1/rows/0000-h", "r1/rows/0000-h/row.json"], out
+    assert not any(p.is_symlink() for p in local.rglob("*"))
+    assert "not fetched (symlinks and special files never are): r1/" in out
+    for entry in ("r1/passwd (symlink -> /etc/passwd)", f"r1/rows/home (symlink -> {secret})", "r1/pipe (fifo)",
+                  f"r1/rows/0000-h/telemetry_host.csv (symlink -> {secret / 'key'})"):
+        assert entry in out, out
+    report = subprocess.run([sys.executable, "-m", "edgebench", "report", str(local / "r1"), "--formats", "png"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"})
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
+
+
+@ansible_missing
+@needs_sshd
+def test_the_playbook_refuses_a_run_folder_that_is_a_link(sshd, tmp_path):
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "results.csv").write_text("model\nstolen\n")
+    (tmp_path / "board-a" / "runs").mkdir(parents=True)
+    (tmp_path / "board-a" / ".edgebench-remote").mkdir()
+    (tmp_path / "board-a" / "runs" / "linked").symlink_to(secret)
+    proc, local = _fetch_only(sshd, tmp_path, "runs/linked")
+    out = proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert proc.returncode != 0, out
+    assert "linked in the archive is a symlink -> " in out and "not a folder; nothing unpacked" in out, out
+    assert not (local / "linked").exists() and not (local / "linked").is_symlink()
+
+
+@ansible_missing
+@needs_sshd
+def test_the_playbook_refuses_extras_that_are_not_names(sshd, tmp_path):
+    marker = tmp_path / "pwned"
+    inv, _cfg = lab_inventory(sshd, tmp_path)
+    extra = {"edgebench_src": str(REPO), "edgebench_local_dir": str(tmp_path / "fetched"),
+             "edgebench_make_extras": f"x]' ; touch {marker} ; '[", "edgebench_python": ""}
+    proc = subprocess.run([str(_playbook_bin()), "-i", str(inv), str(REPO / "ansible" / "edgebench.yml"),
+                           "-l", "orin-a", "-e", json.dumps(extra)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env=_playbook_env(tmp_path))
+    out = proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert proc.returncode != 0, out
+    assert "is not a comma-separated list of extras names" in out, out
+    assert not marker.exists()
+    assert not (tmp_path / "board-a").exists()  # refused before anything reached the board

@@ -193,3 +193,52 @@ def test_resume_of_a_clean_or_missing_run_changes_nothing(tmp_path):
     assert store.path.read_bytes() == before
     assert os.stat(store.path).st_ino == inode  # not rewritten when nothing moved
     assert not (tmp_path / "attempts.csv").exists() and not (tmp_path / "results.partial.txt").exists()
+
+
+def test_an_append_cut_short_by_the_file_system_leaves_no_half_line(tmp_path):
+    """A write that fails part-way (here RLIMIT_FSIZE lets half the line through, then EFBIG; a full disk gives
+    ENOSPC the same way) is cut back off: results.csv keeps its whole rows and ends in a newline."""
+    import subprocess
+    import sys
+
+    from repo_paths import REPO
+
+    store = ResultsStore(tmp_path)
+    store.append({"model": "m", "status": "ok", "config_hash": "a", "reason": "x" * 50})
+    size = (tmp_path / "results.csv").stat().st_size
+    code = f"""
+import resource, signal, sys
+from edgebench.results.store import ResultsStore
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, ({size} + 40, {size} + 40))
+try:
+    ResultsStore(sys.argv[1]).append({{"model": "m2", "status": "ok", "config_hash": "b", "reason": "y" * 200}})
+except OSError as exc:
+    print(exc.errno, exc.filename)
+"""
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO)}, timeout=60)
+    import errno
+
+    assert proc.stdout.split() == [str(errno.EFBIG), str(tmp_path / "results.csv")], proc.stdout + proc.stderr
+    assert (tmp_path / "results.csv").stat().st_size == size  # the 40 bytes that got through were cut off
+    assert [r["model"] for r in ResultsStore(tmp_path).rows()] == ["m"]
+
+
+def test_a_full_disk_is_found_through_the_exceptions_it_caused():
+    import errno
+
+    from edgebench.errors import EdgebenchError
+    from edgebench.pipeline.sweep import disk_full_cause
+
+    full = OSError(errno.ENOSPC, "No space left on device")
+    try:
+        try:
+            raise full
+        except OSError as exc:
+            raise EdgebenchError(f"cannot write: {exc.strerror}") from None  # chain hidden, context kept
+    except EdgebenchError as wrapped:
+        assert disk_full_cause(wrapped) is full
+    assert disk_full_cause(OSError(errno.EDQUOT, "Disk quota exceeded")) is not None
+    assert disk_full_cause(OSError(errno.EACCES, "Permission denied")) is None
+    assert disk_full_cause(ValueError("x")) is None

@@ -149,3 +149,61 @@ def test_judge_joins_several_reasons():
     assert reason == ("window 1.0 s shorter than required 5.0 s; "
                       "only 85 inferences in the window; p99 needs 662; "
                       "throughput unstable across 5 sub-windows: 71% from the mean")
+
+
+# ------------------------------------------------------------------ open loop (fixed rate): overload (issue 21)
+
+@dataclass
+class OpenLoopStamps:
+    start_ns: np.ndarray  # scheduled arrival
+    end_ns: np.ndarray
+    issued_ns: np.ndarray
+
+
+def overloaded(period_ns: int, service_ns: int, run_ns: int) -> OpenLoopStamps:
+    """What measure_fixed_rate records when arrivals come faster than the service: each inference starts when
+    the previous ends (it is late), until the stop at run_ns."""
+    arrivals, issued, ends = [], [], []
+    t = 0
+    k = 0
+    while True:
+        arrival = k * period_ns
+        start = max(arrival, t)
+        if start >= run_ns:
+            break
+        arrivals.append(arrival)
+        issued.append(start)
+        t = start + service_ns
+        ends.append(t)
+        k += 1
+    return OpenLoopStamps(np.array(arrivals, np.int64), np.array(ends, np.int64), np.array(issued, np.int64))
+
+
+def test_overloaded_fixed_rate_row_says_the_offered_rate_was_not_sustained():
+    """10x overload: 1000 arrivals/s offered, 100/s served for 5 s. The device worked steadily (completions are
+    even), so the reason is the overload, not instability."""
+    stamps = overloaded(period_ns=1 * MS, service_ns=10 * MS, run_ns=5000 * MS)
+    assert stamps.start_ns.max() < 600 * MS  # every completed arrival was scheduled in the first 0.6 s
+    s = summarize([stamps], batch=1, sub_windows=5)
+    assert s.open_loop is True
+    assert s.stability_pct < 5.0  # completions: ~100/s in every sub-window
+    assert all(x == pytest.approx(100.0, rel=0.05) for x in s.subwindow_ips)
+    status, reason = judge(s, cfg(rate_hz=1000.0, duration_s=4.0, min_inferences=100))
+    assert status == "invalid"
+    assert reason == ("offered rate not sustained: offered 1000 inferences/s, achieved 100/s (10%): the backlog, and "
+                      "the latency, grew for the whole window")
+    # the same timestamps smeared over [arrival, end] (as before) looked wildly unstable instead
+    smeared = summarize([Stamps(stamps.start_ns, stamps.end_ns)], batch=1, sub_windows=5)
+    assert smeared.stability_pct > 50.0
+
+
+def test_a_sustained_fixed_rate_row_is_ok():
+    period, service = 10 * MS, 2 * MS
+    arrivals = period * np.arange(300, dtype=np.int64)
+    stamps = OpenLoopStamps(arrivals, arrivals + service, arrivals.copy())
+    s = summarize([stamps], batch=1, sub_windows=5)
+    assert s.stability_pct < 5.0
+    assert judge(s, cfg(rate_hz=100.0, duration_s=2.9, min_inferences=100)) == ("ok", "")
+    # 20% short of the offered rate is beyond the 15% tolerance
+    assert judge(s, cfg(rate_hz=125.0, duration_s=2.9, min_inferences=100))[1].startswith(
+        "offered rate not sustained: offered 125 inferences/s, achieved 100.3/s (80%)")  # 300 in 2.99 s

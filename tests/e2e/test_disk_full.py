@@ -1,0 +1,122 @@
+"""A disk that fills up under --out in the middle of a sweep (issue 21), for real: the run folder is on a 2 MiB
+tmpfs mounted in a private mount namespace (`unshare --mount`, root only; nothing outside the namespace sees it),
+and the test fills it once two rows are written. Expect one line naming the path and the space needed, exit 75,
+the written rows whole, the unfinished row's files removed, and `--resume` finishing the sweep once space is freed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from repo_paths import REPO
+
+DRIVER = r'''
+import json, os, subprocess, sys, time
+from pathlib import Path
+out, profile, result = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+cmd = [sys.executable, "-m", "edgebench", "bench"]
+proc = subprocess.Popen([*cmd, "--device", profile, "--out", str(out)], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+deadline = time.monotonic() + 240
+run = None
+while time.monotonic() < deadline and proc.poll() is None:
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    if runs and (runs[0] / "results.csv").exists() and (runs[0] / "results.csv").read_text().count("\n") >= 3:
+        run = runs[0]
+        break
+    time.sleep(0.02)
+filled = 0
+with open(out / "filler", "wb") as fh:  # the disk fills up while the third row is being measured
+    try:
+        while True:
+            fh.write(b"\0" * 65536)
+            fh.flush()
+            filled += 65536
+    except OSError as exc:
+        full_errno = exc.errno
+stdout, stderr = proc.communicate(timeout=240)
+state = {"rc": proc.returncode, "stdout": stdout, "stderr": stderr, "run": str(run), "filled": filled,
+         "errno": full_errno, "results": (run / "results.csv").read_text() if run else "",
+         "files": sorted(str(p.relative_to(run)) for p in run.rglob("*")) if run else []}
+(out / "filler").unlink()
+again = subprocess.run([*cmd, "--resume", str(run)], capture_output=True, text=True, timeout=240)
+state.update(resume_rc=again.returncode, resume_out=again.stdout + again.stderr,
+             final=(run / "results.csv").read_text(), final_files=sorted(str(p.relative_to(run)) for p in run.rglob("*")))
+result.write_text(json.dumps(state))
+'''
+
+
+def unavailable() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "a private tmpfs needs Linux mount namespaces"
+    if os.geteuid() != 0:
+        return "mounting a tmpfs in a private mount namespace needs root (unshare --mount)"
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return "needs unshare and mount (util-linux)"
+    return None
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_a_disk_filling_up_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path):
+    pytest.importorskip("torch", reason="the sweep exports tiny_cnn with torch")
+    profile = tmp_path / "diskfull.yaml"
+    profile.write_text(yaml.safe_dump({
+        "name": "diskfull", "extends": "smoke",
+        "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1, 2, 3, 4, 5], "instances": [1],
+                  "option_sets": [{"sleep_s": 0.002}]},
+        "run": {"warmup_s": 0.05, "duration_s": 0.4, "max_duration_s": 3.0, "min_inferences": 10,
+                "accuracy_samples": 0, "stability_tolerance_pct": 90.0},
+        "telemetry": {"samplers": ["host"], "idle_baseline_s": 0}}))
+    out = tmp_path / "small-disk"
+    out.mkdir()
+    (tmp_path / "driver.py").write_text(DRIVER)
+    result = tmp_path / "result.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1",
+           "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
+    script = 'mount -t tmpfs -o size=2m,mode=755 edgebench-disk-full "$1" && shift && exec "$@"'
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(out),
+                           sys.executable, str(tmp_path / "driver.py"), str(out), str(profile), str(result)],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    if proc.returncode != 0 and "unshare" in proc.stderr and not result.exists():
+        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(out.iterdir()) == []  # the tmpfs lived only in the namespace
+    state = json.loads(result.read_text())
+    run = state["run"]
+
+    assert state["errno"] == 28 and state["filled"] > 0  # ENOSPC: the disk really was full
+    assert state["rc"] == 75, state["stderr"]
+    assert "Traceback" not in state["stderr"]
+    (line,) = state["stderr"].strip().splitlines()
+    assert line.startswith(f"edgebench: error: no space left on device: could not write {run}/")
+    written_path = line.split("could not write ", 1)[1].split(" (", 1)[0]
+    assert written_path == f"{run}/results.csv" or written_path.startswith(f"{run}/rows/"), written_path
+    assert "free; about 1.0 MiB needed per row, the largest row folder so far); the rows in " in line
+    assert line.endswith(f"free at least 1.0 MiB, then resume with: edgebench bench --resume {run}")
+
+    # the rows written before are whole; the unfinished row left nothing behind
+    lines = state["results"].split("\n")
+    assert lines[-1] == ""  # ends in a newline: no half line
+    written = len(lines) - 2
+    assert 2 <= written <= 4
+    row_dirs = sorted({f.split("/")[1] for f in state["files"] if f.startswith("rows/") and f.count("/") >= 1})
+    assert len(row_dirs) == written, state["files"]
+    for d in row_dirs:
+        assert {f"rows/{d}/latencies.csv.gz", f"rows/{d}/row.json", f"rows/{d}/telemetry_host.csv"} <= \
+            set(state["files"])
+    assert not [f for f in state["files"] if f.endswith(".tmp") or f.endswith("error.txt")]
+
+    # space freed: --resume measures the rest and nothing twice
+    assert state["resume_rc"] == 0, state["resume_out"]
+    assert f"edgebench: resuming {run}: {written} rows already done" in state["resume_out"]
+    final = state["final"].strip().split("\n")[1:]
+    assert len(final) == 5
+    batches = sorted(int(ln.split(",")[3]) for ln in final)
+    assert batches == [1, 2, 3, 4, 5]
+    assert len({f.split("/")[1] for f in state["final_files"] if f.startswith("rows/") and f.count("/") >= 1}) == 5
