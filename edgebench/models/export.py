@@ -408,16 +408,14 @@ def inspect_onnx(path: Path | str) -> OnnxInfo:
     for inp in values:
         if not inp.type.HasField("tensor_type") or not inp.type.tensor_type.HasField("shape"):
             raise ModelError(f"{path}: input '{inp.name}' has no tensor shape")
-        dims = value_dims(inp)
-        if len(dims) < 1:
-            raise ModelError(f"{path}: input '{inp.name}' is a scalar; a batch axis is needed")
+        dims = value_dims(inp)  # -1 / 0 dims read as dynamic (None), as inputs.resolve reads them
         inputs.append(GraphInput(inp.name, tensor_dtype(inp), dims))
     first = inputs[0]
     return OnnxInfo(
         path=str(path),
         input_name=first.name,
         input_shape=tuple(first.dims[1:]),
-        batch=first.dims[0],
+        batch=first.dims[0] if first.dims else None,
         input_dtype=first.dtype,
         output_names=tuple(o.name for o in proto.graph.output),
         opset=_default_opset(proto),

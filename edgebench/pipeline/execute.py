@@ -14,7 +14,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.evaluation.tensorcores import kernel_summary
-from edgebench.models.inputs import describe_inputs
+from edgebench.models.inputs import describe_inputs, sample_count
 from edgebench.models.spec import ModelSpec
 from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
@@ -37,8 +37,9 @@ def calibration_label(sidecar: dict[str, Any]) -> str | None:
     if not isinstance(rec, dict):
         return None
     sha = str(rec.get("sha256") or "")[:16]
+    notes = [str(n) for n in sidecar.get("int8_notes") or []]  # opset upgraded / per-tensor, nodes left in float
     return (f"{rec.get('source', '?')} ({rec.get('count', '?')} samples, seed {rec.get('seed', '?')}"
-            + (f", sha256 {sha}" if sha else "") + ")")
+            + (f", sha256 {sha}" if sha else "") + ")" + "".join(f"; {n}" for n in notes))
 
 
 def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
@@ -105,7 +106,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row.update(accuracy_samples=len(labelled.labels), **labelled.row_fields())
     elif cfg.accuracy_samples > 0:
         acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
-        row["accuracy_samples"] = len(next(iter(acc_in.values())))  # real data may hold fewer
+        row["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
     samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
@@ -171,6 +172,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             row.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
         except ValueError as exc:
             row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy vs labels not scored: {exc}") if r)
+        row["reason"] = "; ".join(r for r in (row["reason"], *labelled.notes()) if r)
     return row
 
 
@@ -228,6 +230,8 @@ def prepared_input_shapes(prepared: Any, batch: int) -> str:
 def batch_note(spec: ModelSpec, batch: int) -> str | None:
     """Says so when the model's graph fixes the batch (the sweep's batches then do not apply)."""
     fixed = spec.fixed_batch
-    if fixed is None:
-        return None
-    return f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"
+    notes = [] if fixed is None else [f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"]
+    unbatched = [d.name for d in spec.input_set if d.batch_axis is None]
+    if unbatched:
+        notes.append(f"no batch axis (fed as is): {', '.join(unbatched)}")
+    return "; ".join(notes) or None

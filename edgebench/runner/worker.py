@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
 from edgebench.evaluation.tensorcores import profile_kernels
-from edgebench.models.inputs import batches_of
+from edgebench.models.inputs import batches_of, concat_outputs, sample_count
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -230,8 +230,8 @@ def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
 
 def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str, out_path: str) -> None:
     """Run the accuracy inputs in chunks of `batch` (the last one padded with copies of its final sample);
-    pickle the outputs trimmed to N. `inputs_path` is an .npy of [N, *sample] for the one input, or an .npz
-    with one [N, *sample] array per input name."""
+    pickle the outputs trimmed to N (concat_outputs). `inputs_path` is an .npy of [N, *sample] for the one input, or
+    an .npz with one array per input name, N on each input's batch axis."""
     import numpy as np
 
 
@@ -241,14 +241,14 @@ def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str,
             inputs = {name: npz[name].astype(dtypes.get(name, npz[name].dtype), copy=False) for name in npz.files}
     else:
         inputs = {prepared.input_name: np.load(inputs_path).astype(prepared.input_dtype, copy=False)}
-    total = len(next(iter(inputs.values())))
+    total = sample_count(inputs, prepared.input_set)
     parts: dict[str, list[np.ndarray]] = {}
-    for chunk in batches_of(inputs, batch):
+    for chunk in batches_of(inputs, batch, inputs=prepared.input_set):
         session.feed(chunk)
         session.infer()
         for name, value in session.outputs().items():
             parts.setdefault(name, []).append(np.array(value, copy=True))
-    outputs = {name: np.concatenate(chunks)[:total] for name, chunks in parts.items()}
+    outputs = concat_outputs(parts, batch, total)
     with open(out_path, "wb") as fh:
         pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
