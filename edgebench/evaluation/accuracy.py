@@ -22,6 +22,7 @@ from edgebench.models.inputs import (
     head,
     load_data,
     make_input,
+    output_batch_axes,
     sample_count,
     synthetic,
 )
@@ -80,7 +81,7 @@ def reference_outputs_all(fp32_onnx: str, inputs: Mapping[str, np.ndarray], max_
     for chunk in batches_of(dict(inputs), batch, inputs=plan):
         for name, value in zip(names, sess.run(names, chunk), strict=True):
             parts[name].append(np.asarray(value))
-    return concat_outputs(parts, batch, total)
+    return concat_outputs(parts, batch, total, output_batch_axes(fp32_onnx, plan) if plan else None)
 
 
 def compare(outputs: np.ndarray, reference: np.ndarray) -> Agreement:

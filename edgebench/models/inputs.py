@@ -305,14 +305,12 @@ def graph_inputs(path: str | Path) -> list[GraphInput]:
     """The inputs of an ONNX file that are not initializers, with dtypes and dims."""
     import onnx
 
-    proto = onnx.load(str(path), load_external_data=False)
+    return graph_inputs_of(onnx.load(str(path), load_external_data=False))
+
+
+def graph_inputs_of(proto: Any) -> list[GraphInput]:
     inits = {t.name for t in proto.graph.initializer}
-    out = []
-    for value in proto.graph.input:
-        if value.name in inits:
-            continue
-        out.append(GraphInput(value.name, tensor_dtype(value), value_dims(value)))
-    return out
+    return [GraphInput(v.name, tensor_dtype(v), value_dims(v)) for v in proto.graph.input if v.name not in inits]
 
 
 def tensor_dtype(value: Any) -> str:
@@ -427,7 +425,7 @@ def load_data(path: str | Path, inputs: Iterable[InputDesc], samples: int | None
     for d in inputs:
         chunks = parts[d.name]
         if d.batch_axis is None:
-            data[d.name] = np.ascontiguousarray(chunks[0])
+            data[d.name] = np.array(chunks[0], order="C")  # (ascontiguousarray would make a scalar [1])
         else:
             whole = np.concatenate(chunks, axis=d.batch_axis)
             data[d.name] = np.ascontiguousarray(_take(whole, d.batch_axis, 0, samples))
@@ -480,7 +478,7 @@ def batches_of(data: Mapping[str, np.ndarray], batch: int, *, pad: bool = True,
         for k, v in data.items():
             ax = axes[k]
             if ax is None:
-                chunk[k] = np.ascontiguousarray(v)
+                chunk[k] = v if v.flags.c_contiguous else np.array(v, order="C")  # a scalar stays a scalar
                 continue
             part = _take(v, ax, first, first + batch)
             if short:
@@ -490,21 +488,46 @@ def batches_of(data: Mapping[str, np.ndarray], batch: int, *, pad: bool = True,
     return out
 
 
-def concat_outputs(parts: Mapping[str, list[np.ndarray]], batch: int, total: int) -> dict[str, np.ndarray]:
-    """Per-chunk outputs joined into one array per output, trimmed to `total` samples. An output's batch axis
-    is the first axis of the chunk's size `batch` (axis 0 when none is: e.g. a per-model output)."""
+def output_batch_axes(onnx_path: str | Path, inputs: Iterable[InputDesc]) -> dict[str, int | None]:
+    """Each graph output's batch axis: where it carries the symbol an input's batch axis has (e.g. a state_out
+    [2, batch, 16]); outputs without it are left out (concat_outputs then guesses). {} for a non-ONNX file."""
+    try:
+        import onnx
+
+        proto = onnx.load(str(onnx_path), load_external_data=False)
+    except Exception:  # an engine file, a missing file: no graph to read
+        return {}
+    graph = {g.name: g.dims for g in graph_inputs_of(proto)}
+    symbols = {graph[d.name][d.batch_axis] for d in inputs if d.batch_axis is not None and d.name in graph
+               and d.batch_axis < len(graph[d.name]) and isinstance(graph[d.name][d.batch_axis], str)}
+    out: dict[str, int | None] = {}
+    for value in proto.graph.output:
+        dims = value_dims(value)
+        axis = next((i for i, d in enumerate(dims) if d in symbols), None)
+        if axis is not None:
+            out[value.name] = axis
+    return out
+
+
+def concat_outputs(parts: Mapping[str, list[np.ndarray]], batch: int, total: int,
+                   axes: Mapping[str, int | None] | None = None) -> dict[str, np.ndarray]:
+    """Per-chunk outputs joined into one array per output, samples first, trimmed to `total` samples. An output's
+    batch axis comes from `axes` (output_batch_axes), else it is axis 0 when that has the chunk's size `batch`,
+    else the first axis that has (none: a per-model output, chunks stacked as they are)."""
     import numpy as np
 
+    axes = dict(axes or {})
     out = {}
     for name, chunks in parts.items():
         first = chunks[0]
-        ax = next((i for i, n in enumerate(first.shape) if n == batch), None)
+        ax = axes.get(name)
+        if ax is None or ax >= first.ndim:
+            ax = next((i for i, n in enumerate(first.shape) if n == batch), None)
         if ax is None:
             out[name] = np.concatenate(chunks) if first.ndim else np.stack(chunks)
             continue
-        out[name] = _take(np.concatenate(chunks, axis=ax), ax, 0, total)
-        if ax:  # samples first, so the comparison is per sample
-            out[name] = np.moveaxis(out[name], ax, 0)
+        joined = _take(np.concatenate(chunks, axis=ax), ax, 0, total)
+        out[name] = np.moveaxis(joined, ax, 0) if ax else joined  # samples first: compared per sample
     return out
 
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
 from edgebench.evaluation.tensorcores import profile_kernels
-from edgebench.models.inputs import batches_of, concat_outputs, sample_count
+from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -248,7 +248,7 @@ def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str,
         session.infer()
         for name, value in session.outputs().items():
             parts.setdefault(name, []).append(np.array(value, copy=True))
-    outputs = concat_outputs(parts, batch, total)
+    outputs = concat_outputs(parts, batch, total, output_batch_axes(prepared.model_path, prepared.input_set))
     with open(out_path, "wb") as fh:
         pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
