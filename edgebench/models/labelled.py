@@ -51,8 +51,8 @@ class LabelledSet:
         import numpy as np
 
         if calibrate > len(self):
-            raise ModelError(f"{self.root}: {len(self)} labelled images, {calibrate} asked for int8 calibration "
-                             f"(--calibration-samples / calibration.samples)")
+            raise ModelError(f"{self.root}: {len(self)} labelled images, {calibrate} asked for calibration "
+                             f"(int8: --calibration-samples / calibration.samples)")
         order = np.random.default_rng(seed).permutation(len(self)).tolist()
         calib = order[len(order) - calibrate:] if calibrate else []
         room = len(order) - calibrate
