@@ -32,16 +32,16 @@ test: setup test-deps
 	VENV=$(VENV) tools/typecheck_trt.sh
 	$(BIN)/python -m pytest -q -rs $(ARGS)
 
-# tests/test_remote.py starts a real OpenSSH server on 127.0.0.1: install it (and rsync) when missing and
+# tests/remote/test_remote.py starts a real OpenSSH server on 127.0.0.1: install it (and rsync) when missing and
 # root with apt-get (CI); otherwise those tests are skipped with the reason
 test-deps:
 	@if ! { command -v sshd || test -x /usr/sbin/sshd; } >/dev/null 2>&1 || ! command -v rsync >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "test-deps: installing openssh-server rsync (for tests/test_remote.py)"; \
+	    echo "test-deps: installing openssh-server rsync (for tests/remote/test_remote.py)"; \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      openssh-server openssh-client rsync; } >/dev/null \
-	      || echo "test-deps: apt-get failed; tests/test_remote.py will be skipped"; \
-	  else echo "test-deps: sshd or rsync missing and not root: tests/test_remote.py will be skipped"; fi; \
+	      || echo "test-deps: apt-get failed; tests/remote/test_remote.py will be skipped"; \
+	  else echo "test-deps: sshd or rsync missing and not root: tests/remote/test_remote.py will be skipped"; fi; \
 	fi
 
 # make remote HOST=user@board[,user@board2] DEVICE=orin ARGS="--models resnet50"  (see README "On boards")

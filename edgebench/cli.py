@@ -17,7 +17,7 @@ from typing import Any
 
 from edgebench.atomic_files import write_json_atomic
 from edgebench.backends.base import Env
-from edgebench.commands.console import progress_line, start_line, summary_table
+from edgebench.commands.console import progress_line, slo_table, start_line, summary_table
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
     EXIT_PARTIAL,
@@ -200,15 +200,18 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     print(f"edgebench: run folder {run_dir}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
+    searches = []
     if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each
 
-        run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
-                         on_start=start_line, idle_power_w=idle_w)
+        searches = run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
+                                    on_start=start_line, idle_power_w=idle_w)
     else:
         run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
                   on_start=start_line)
     rows = store.rows()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
+    if profile.run.get("slo_ms") is not None:  # one line per option set x GPU sharing mode, side by side
+        slo_table([s.record for s in searches])
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends import trt_logic  # module-qualified: tests stand in for the board probes
 from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.backends.ort_dla import core_mismatch, dla_core_check
-from edgebench.backends.trt_logic import count_dla_cores, jetson_model
 from edgebench.errors import BackendError
 from edgebench.models.model_artifact import ModelArtifact
 
@@ -170,7 +170,7 @@ class OrtBackend:
             return (f"ORT's TensorRT EP enables DLA only with fp16 or int8 (trt_fp16_enable/trt_int8_enable); "
                     f"{cfg.precision} on {', '.join(d for d, _ in dla)} would silently run on the GPU")
         if dla:
-            cores = count_dla_cores() if jetson_model() else 0
+            cores = trt_logic.count_dla_cores() if trt_logic.jetson_model() else 0
             for device, core in dla:
                 if core >= cores:  # the EP would quietly use the GPU (no DLA) or DLA core 0 (core out of range)
                     return (f"placement {device!r}: this machine has {cores} DLA core(s); ORT's TensorRT EP would "

@@ -28,11 +28,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.backends import cuda_buffers
 from edgebench.backends import trt_calibration as calibration
 from edgebench.backends import trt_logic as logic
 from edgebench.backends import trt_reports as reports
 from edgebench.backends.base import Env, Placement, Prepared
-from edgebench.backends.cuda_buffers import StagingBuffer, open_runtime
+from edgebench.backends.cuda_buffers import StagingBuffer
 from edgebench.backends.trt_engine_cache import EngineCache, calibration_cache_path, timing_cache_path
 from edgebench.backends.trt_profile import ProfileEntry, check_network_inputs
 from edgebench.errors import BackendError
@@ -139,7 +140,7 @@ def prepare_engine(plan: logic.BuildPlan, model: ModelArtifact, root: Path, vers
     On a Jetson the board model joins the CUDA device name in the key: every Orin module (AGX, NX, Nano)
     reports the device "Orin", sm 8.7, yet their engines are tuned for different GPUs (SM counts, clocks)."""
 
-    runtime = open_runtime()
+    runtime = cuda_buffers.open_runtime()
     device_name, cc = runtime.device_identity()
     if board:
         device_name = f"{device_name} ({board})"
@@ -376,7 +377,7 @@ class TrtSession:
         engine_path = prepared.options.get("engines", {}).get(placement.device)
         if target is None or engine_path is None:
             raise BackendError(f"instance {placement.instance}: no engine was prepared for {placement.device!r}")
-        self.cuda = open_runtime()
+        self.cuda = cuda_buffers.open_runtime()
         self.trt_runtime = trt.Runtime(trt_logger())
         if target.dla_core is not None:
             self.trt_runtime.DLA_core = target.dla_core

@@ -1,6 +1,7 @@
 """Terminal output: progress lines while a sweep runs, a summary table at the end.
 
-Uses rich when it is installed, plain text otherwise (so a bare install still reports).
+Uses rich when it is installed, plain text otherwise (so a bare install still reports). Placements print
+compactly (`31x cuda:0`, `cuda:0+dla0`); results.csv keeps the full placement cell.
 """
 
 from __future__ import annotations
@@ -15,6 +16,20 @@ SUMMARY_COLUMNS = [
     ("power_w_mean", "W"), ("energy_per_inference_mj", "mJ/img"), ("accuracy_top1_agreement_pct", "top1 vs fp32 %"),
     ("status", "status"),
 ]
+
+
+def compact_placement(placement: str) -> str:
+    """'cuda:0+cuda:0+...' (31 of them) -> '31x cuda:0'; runs of one device are counted, different devices
+    stay joined with '+' in their order: 'cuda:0+cuda:0+dla0' -> '2x cuda:0+dla0', 'cuda:0+dla0' unchanged."""
+    if not placement:
+        return placement
+    runs: list[list[Any]] = []
+    for device in placement.split("+"):
+        if runs and runs[-1][0] == device:
+            runs[-1][1] += 1
+        else:
+            runs.append([device, 1])
+    return "+".join(f"{n}x {device}" if n > 1 else device for device, n in runs)
 
 
 def _fmt(value: Any) -> str:
@@ -51,7 +66,7 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
         text = f"[{i + 1}/{total}] {row['label']}: already done (resume)"
     else:
         label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
-                 f"{row.get('placement')}/{row.get('mode')}")
+                 f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}")
         detail = f"{_fmt(row.get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
@@ -81,7 +96,12 @@ def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") 
     unit = "img" if all(rate_unit(r) == "img/s" for r in rows) else "samples"
     header = [{"img/s": f"{unit}/s", "mJ/img": f"mJ/{unit[:-1] if unit == 'samples' else unit}"}.get(h, h)
               for _, h in SUMMARY_COLUMNS]
-    body = [[_fmt(r.get(k)) for k, _ in SUMMARY_COLUMNS] for r in rows]
+    body = [[_fmt(compact_placement(str(r.get(k) or "")) if k == "placement" else r.get(k)) for k, _ in SUMMARY_COLUMNS]
+            for r in rows]
+    return _print_table(title, header, body)
+
+
+def _print_table(title: str, header: list[str], body: list[list[str]]) -> str:
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
     lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
@@ -99,3 +119,36 @@ def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") 
     else:
         print(text, flush=True)
     return text
+
+
+SLO_COLUMNS = [
+    ("options", "options"), ("gpu_sharing", "sharing"), ("answer", "max streams"), ("p99_ms_at_max", "p99 ms at max"),
+    ("first_missed_streams", "first miss"), ("p99_ms_at_first_miss", "p99 ms there"), ("monotonic", "monotonic"),
+]
+
+
+def slo_table(records: list[dict[str, Any]]) -> str:
+    """The SLO searches side by side, one line per option set x GPU sharing mode (slo_search.csv's lines), a
+    title per model/backend/precision/batch/device/rate/SLO; each search's probes and notes (unmeasured
+    probes, a p99 that fell as streams were added) follow the table."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in records:
+        key = (r.get("model"), r.get("backend"), r.get("precision"), r.get("batch"), r.get("device"),
+               r.get("mode"), r.get("rate_per_stream_hz"), r.get("slo_ms"))
+        groups.setdefault(key, []).append(r)
+    texts = []
+    for (model, backend, precision, batch, device, mode, rate, slo), members in groups.items():
+        title = (f"SLO search: {model}/{backend}/{precision}/b{batch} on {device} ({mode}), streams of "
+                 f"{_fmt(rate)}/s, p99 <= {_fmt(slo)} ms")
+        body = [["default" if k == "options" and not r.get(k) else _fmt(r.get(k)) for k, _ in SLO_COLUMNS]
+                for r in members]
+        text = _print_table(title, [h for _, h in SLO_COLUMNS], body)
+        lines = []
+        for r in members:
+            name = f"  {r.get('options') or 'default'} / {r.get('gpu_sharing')}"
+            lines.append(f"{name}: probes {r.get('probes') or '-'}")
+            if r.get("notes"):
+                lines.append(f"{name}: {r['notes']}")
+        print("\n".join(lines), flush=True)
+        texts.append("\n".join([text, *lines]))
+    return "\n\n".join(texts)

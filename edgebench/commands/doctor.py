@@ -6,9 +6,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from edgebench.backends import ort, trt_logic
 from edgebench.backends.base import Env
-from edgebench.backends.ort import libnvinfer_missing_reason
-from edgebench.backends.trt_logic import detect_env
 from edgebench.device.jetson import doctor_lines
 from edgebench.telemetry.registry import sampler_availability
 
@@ -64,11 +63,11 @@ def backend_lines() -> list[str]:
                    else "installed onnxruntime has no CUDA provider: pip install onnxruntime-gpu")
             lines.append(f"           CUDA placements unavailable: {why}")
         elif "TensorrtExecutionProvider" in env.ort_providers:
-            why = libnvinfer_missing_reason()
+            why = ort.libnvinfer_missing_reason()
             lines.append(f"           ort_provider=tensorrt: {'available' if why is None else 'unavailable: ' + why}")
     lines.append("  null     available (measures the harness's own per-inference overhead)")
 
-    trt = detect_env()
+    trt = trt_logic.detect_env()
     if trt.trt_version is None:
         lines.append(f"  trt      unavailable: {trt.missing_reason}")
     else:

@@ -80,6 +80,18 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     add_accuracy_arguments(b)
 
 
+SHARING_MODES = ("time-slicing", "mps")  # = config.fields.GPU_SHARING (checked again when the profile loads)
+
+
+def sharing_list(text: str) -> str | list[str]:
+    """'mps' -> 'mps'; 'time-slicing,mps' -> ['time-slicing', 'mps'] (a sweep dimension)."""
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in SHARING_MODES]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError(f"expected time-slicing, mps or both comma-separated, got {text!r}")
+    return modes[0] if len(modes) == 1 else modes
+
+
 def add_load_options(parser: argparse.ArgumentParser) -> None:
     """Load shape and GPU sharing, shared by bench and run (override the profile's run section)."""
     parser.add_argument("--rate", type=float, metavar="HZ",
@@ -87,8 +99,10 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slo-ms", type=float, metavar="MS",
                         help="with --rate: search the most streams whose p99 latency stays <= MS (slo_search.csv)")
     parser.add_argument("--max-streams", type=int, metavar="N", help="the SLO search tries at most N streams")
-    parser.add_argument("--gpu-sharing", choices=["time-slicing", "mps"],
-                        help="mps: run GPU instances under a CUDA MPS daemon edgebench starts and stops per row")
+    parser.add_argument("--gpu-sharing", type=sharing_list, metavar="MODES",
+                        help="time-slicing (default) or mps: run GPU instances under a CUDA MPS daemon edgebench "
+                             "starts and stops per row; 'time-slicing,mps' runs (and SLO-searches) every config "
+                             "under both, side by side")
 
 
 def load_overrides(profile: Any, args: argparse.Namespace) -> Any:

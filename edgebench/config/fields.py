@@ -72,9 +72,11 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "slo_ms": Field("float|none", None, minimum=0.001,
                         doc="with rate_hz: search the most streams whose p99 latency stays under this"),
         "max_streams": Field("int", 64, minimum=1, doc="the SLO search never tries more streams than this"),
-        "gpu_sharing": Field("str", "time-slicing", choices=GPU_SHARING,
+        "gpu_sharing": Field("str|list[str]", "time-slicing", choices=GPU_SHARING,
                              doc="mps: run the row's GPU instances under a CUDA MPS daemon that edgebench "
-                                 "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed"),
+                                 "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed. "
+                                 "A list ([time-slicing, mps]) makes it a sweep dimension: every config once "
+                                 "per mode (and one SLO search per mode)"),
         "kernel_profile_steps": Field("int", 0, minimum=0,
                                       doc="GPU: profile this many inferences of instance 0 outside the window "
                                           "to get tensor_core_time_pct (0 = off)"),
@@ -140,6 +142,8 @@ def type_ok(kind: str, value: Any) -> bool:
     """Whether `value` has the schema kind `kind` (e.g. 'list[int]', 'float|none')."""
     if kind == "str":
         return isinstance(value, str)
+    if kind == "str|list[str]":
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     if kind == "str|none":
         return value is None or isinstance(value, str)
     if kind == "float|none":
@@ -185,7 +189,7 @@ def check_value(source: str, name: str, spec: Field, value: Any) -> Any:
         raise ConfigError(source, name, f"{value!r} is not a finite number")
     if not type_ok(spec.kind, value):
         raise ConfigError(source, name, f"expected {spec.kind}, got {type(value).__name__} {value!r}")
-    if spec.kind.startswith("list") and value is not None and len(value) == 0:
+    if isinstance(value, list) and len(value) == 0:
         raise ConfigError(source, name, "must not be empty")
     items = value if isinstance(value, list) else [value]
     for item in items:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench import __version__
+from edgebench.device import jetson
 from edgebench.device.facts import Facts, why
-from edgebench.device.jetson import is_jetson, jetson_info
 from edgebench.telemetry.nvml import list_gpus
 
 PACKAGES = (
@@ -58,8 +58,8 @@ def collect_system_info(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "gpus": get("gpus", _gpus),  # NVML: index, name, UUID, PCI bus id (rows' gpu<N>_ channels name the index)
     }
 
-    if is_jetson("/"):  # L4T/JetPack, board, nvpmodel mode, jetson_clocks, CUDA, TensorRT, DLAs
-        info["jetson"] = get("jetson", jetson_info)
+    if jetson.is_jetson("/"):  # L4T/JetPack, board, nvpmodel mode, jetson_clocks, CUDA, TensorRT, DLAs
+        info["jetson"] = get("jetson", jetson.jetson_info)
     info["unavailable"] = unavailable
     if extra:
         info.update(extra)

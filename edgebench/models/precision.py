@@ -10,7 +10,9 @@
   INT8 activations (the explicit-quantization form TensorRT consumes), MinMax-calibrated on
   calibration_batches() cut by the model's shape plan (calibration_chunks); quant_pre_process runs first when it
   succeeds. Graphs older than opset 13 are upgraded (onnx version converter) or quantised per-tensor; nodes of
-  an unknown domain stay float; the sidecar's int8_notes say which, and the file must load in ORT.
+  an unknown domain stay float; the sidecar's int8_notes say which, and the file must load in ORT. On x86 hosts
+  without VNNI the weights use 7 bits (reduce_range): ONNX Runtime's int8 CPU kernels there saturate otherwise
+  (edgebench.models.int8_host).
 Each variant is cached by the FP32 file's sha256, the settings and (int8) the calibration record.
 """
 
@@ -38,6 +40,7 @@ from edgebench.models.inputs import (
     vocab_from,
 )
 from edgebench.models.int8_graph import check_loads, custom_domain_nodes, first_line, opset_for_qdq
+from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import ModelSpec
 
@@ -153,7 +156,9 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             source = spec.data
             samples = min(samples, sample_count(load_data(source, spec.input_set), spec.input_set))
         data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
-    inputs = {"fp32_sha256": fp32.sha256, "settings": INT8_SETTINGS, "calibration": record,
+    reduce_range, reduce_range_reason = int8_reduce_range()
+    settings = {**INT8_SETTINGS, "reduce_range": reduce_range}
+    inputs = {"fp32_sha256": fp32.sha256, "settings": settings, "calibration": record,
               "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
 
     def build(tmp: Path) -> dict[str, Any]:
@@ -164,7 +169,7 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             kept = custom_domain_nodes(source, Path(work) / "named.onnx")
             if kept.path is not None:
                 source = kept.path
-            _quantize(spec, source, tmp, data, per_channel=per_channel, exclude=kept.names)
+            _quantize(spec, source, tmp, data, reduce_range, per_channel=per_channel, exclude=kept.names)
         check_loads(spec.name, tmp)
         quantize_s = time.perf_counter() - t0
         proto = onnx.load(str(tmp))
@@ -173,7 +178,8 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             "model": spec.name,
             "precision": "int8",
             "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
-            "settings": {**INT8_SETTINGS, "per_channel": per_channel},
+            "settings": {**settings, "per_channel": per_channel},
+            "reduce_range_reason": reduce_range_reason,
             "pre_process": pre,
             "calibration": record,
             "int8_notes": [n for n in (opset_note, kept.note) if n],
@@ -211,8 +217,8 @@ def calibration_chunks(spec: ModelSpec, data: Mapping[str, np.ndarray]) -> list[
     return batches_of(data, step, pad=False, inputs=spec.input_set)
 
 
-def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], *, per_channel: bool = True,
-              exclude: tuple[str, ...] = ()) -> None:
+def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], reduce_range: bool = False, *,
+              per_channel: bool = True, exclude: tuple[str, ...] = ()) -> None:
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -235,6 +241,7 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
             str(src), str(out), Reader(),
             quant_format=QuantFormat.QDQ,
             per_channel=per_channel,
+            reduce_range=reduce_range,
             weight_type=QuantType.QInt8,
             activation_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,

@@ -20,11 +20,11 @@ from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.results.row_files import write_row_files
-from edgebench.runner.load import load_fields, slo_met
+from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
+from edgebench.runner.load import load_fields, slo_fields
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
-from edgebench.runner.orchestrator import run_instances
-from edgebench.telemetry.registry import make_sampler
+from edgebench.telemetry import registry
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,17 +109,17 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
-        outcome = run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
+        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
     write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
     if labelled is not None:
         write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
     if outcome.status != "ok":
         row.update(status="failed", reason="; ".join([outcome.reason, *sharing.notes]))
         if cfg.slo_ms is not None:
-            row.update(slo_ms=cfg.slo_ms, slo_met=False)
+            row.update(slo_ms=cfg.slo_ms, slo_met=False, slo_verdict="failed")
         return row
 
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
@@ -159,8 +159,10 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         row["reason"] = "; ".join(r for r in (row["reason"], *sharing.notes) if r)
 
     row.update(load_fields(cfg, outcome.instances, summary))
-    if cfg.slo_ms is not None:
-        row["slo_met"] = slo_met(row.get("latency_ms_p99"), cfg.slo_ms, row["status"])
+    if cfg.slo_ms is not None:  # met / missed / unmeasured (too few inferences for a p99 is never a miss)
+        slo, note = slo_fields(cfg, outcome.instances, summary, row["status"], row["reason"])
+        row.update(slo)
+        row["reason"] = "; ".join(r for r in (row["reason"], note) if r)
     if cfg.kernel_profile_steps > 0:
         row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
     if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgebench.config.profile import Profile
-from edgebench.telemetry.registry import make_sampler
+from edgebench.telemetry import registry
 from edgebench.telemetry.row_fields import telemetry_fields
 
 
@@ -26,7 +26,7 @@ def idle_baseline(profile: Profile) -> tuple[float | None, str]:
     seconds = profile.telemetry["idle_baseline_s"]
     if seconds <= 0:
         return None, "idle baseline off (telemetry.idle_baseline_s = 0)"
-    samplers = [make_sampler(name, profile.telemetry["interval_s"]) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, profile.telemetry["interval_s"]) for name in profile.telemetry["samplers"]]
     for s in samplers:
         s.start()
     t0 = time.monotonic_ns()

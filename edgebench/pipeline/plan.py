@@ -52,7 +52,7 @@ def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | 
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
            fixed_batches: dict[str, int] | None = None) -> list[PlannedRun]:
     """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
-    mode, option set, repeat): the power mode is outermost so the board switches once per group of rows.
+    mode, GPU sharing, option set, repeat): the power mode is outermost so the board switches once per group of rows.
 
     `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx). A model whose graph fixes
     the batch runs at that batch only (`fixed_batches` for external ONNX; model specs say dynamic_batch: false).
@@ -73,6 +73,8 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
 
     run = profile.run
     option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.get("option_sets") or [{}])]
+    sharing = run.get("gpu_sharing", "time-slicing")
+    sharing_modes = [sharing] if isinstance(sharing, str) else list(dict.fromkeys(sharing))
     power_modes: list[str | None] = [str(m) for m in (profile.power.get("modes") or [])] or [None]
     if power_modes != [None] and not profile.power.get("allow_changes"):
         raise ConfigError(profile.source, "power.allow_changes",
@@ -81,12 +83,12 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
     planned: list[PlannedRun] = []
     batches = {m: model_batches(profile, m, fixed_batches) for m in models}
     combos = (
-        (pm, m, b, p, batch, pl, mo, o, r)
+        (pm, m, b, p, batch, pl, mo, g, o, r)
         for pm, m, b, p in itertools.product(power_modes, models, backends, profile.sweep["precisions"])
-        for batch, pl, mo, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep["modes"],
-                                                     option_sets, range(run["repeats"]))
+        for batch, pl, mo, g, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep["modes"],
+                                                        sharing_modes, option_sets, range(run["repeats"]))
     )
-    for power_mode, model, backend_name, precision, batch, placements, mode, options, repeat in combos:
+    for power_mode, model, backend_name, precision, batch, placements, mode, sharing, options, repeat in combos:
         cfg = RunConfig(
             model=model,
             backend=backend_name,
@@ -112,7 +114,7 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
             power_mode=power_mode,
             rate_hz=run.get("rate_hz"),
             slo_ms=run.get("slo_ms"),
-            gpu_sharing=run.get("gpu_sharing", "time-slicing"),
+            gpu_sharing=sharing,
         )
         planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))
     return planned

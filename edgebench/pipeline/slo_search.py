@@ -2,12 +2,22 @@
 
 "How many 30 fps cameras does this board serve": every stream is one instance (its own process, or a
 thread in streams mode) with arrivals at a fixed rate (run.rate_hz); a probe with n streams is one
-ordinary row (scenario slo-search) whose p99 latency counts queueing. A probe meets the SLO when the
-row is `ok` and its p99 <= slo_ms (runner.load.slo_met). The search doubles n from the sweep's smallest
-instance count until a probe misses (or run.max_streams is reached), then bisects between the last n
-that met and the first that missed, assuming more streams never lower p99. Each probe is a row of
-results.csv (fsynced as usual, so --resume reuses finished probes); the answer of every search is one
-line of slo_search.csv in the run folder.
+ordinary row (scenario slo-search) whose p99 latency counts queueing. The row's slo_verdict
+(runner.load.slo_fields) is met, missed, unmeasured (too few inferences for a p99 judgement: never a miss)
+or failed. A probe's window runs until it holds the P99_FLOOR inferences a p99 needs (min_inferences is
+raised to it), within run.max_duration_s.
+
+The search doubles n from the sweep's smallest instance count until a probe misses (or run.max_streams is
+reached), then bisects between the last n that met and the first that missed, assuming more streams never
+lower p99. An unmeasured probe neither meets nor misses: the doubling goes on past it, the bisection looks
+below it and the answer says it is a lower bound. A skipped probe (the backend or MPS cannot run here)
+ends that search with its reason.
+
+Every distinct config of the plan with its instance count folded out is one search: backend option sets
+(eager / cuda_graph ...) and GPU sharing modes (time-slicing / mps) are searched one by one and reported
+side by side (slo_search.csv, one line each, and the console table). A search whose probes show p99
+falling as streams are added says so (`monotonic` false and a note): its answer rests on that assumption.
+Each probe is a row of results.csv (fsynced as usual, so --resume reuses finished probes).
 """
 
 from __future__ import annotations
@@ -22,83 +32,180 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends.registry import get_backend
 from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
 from edgebench.pipeline.sweep import run_sweep
+from edgebench.runner.load import P99_FLOOR
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
     from edgebench.config.profile import Profile
     from edgebench.config.run_config import RunConfig
     from edgebench.pipeline.model_cache import ModelCache
-    from edgebench.pipeline.plan import PlannedRun
     from edgebench.results.store import ResultsStore
 
-SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "gpu_sharing", "rate_per_stream_hz",
-                  "slo_ms", "max_streams_under_slo", "capped_at_max_streams", "probes")
+SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "options", "gpu_sharing",
+                  "rate_per_stream_hz", "slo_ms", "max_streams_under_slo", "answer", "capped_at_max_streams",
+                  "p99_ms_at_max", "first_missed_streams", "p99_ms_at_first_miss", "monotonic", "notes", "probes")
+# a p99 that falls by more than this share of itself AND of the SLO as streams are added breaks the search's
+# assumption; smaller falls are run-to-run noise of percentiles far below the SLO
+P99_FALL_REL = 0.10
+P99_FALL_SLO_SHARE = 0.05
 
 
 @dataclass
 class Probe:
     streams: int
-    met: bool
+    verdict: str  # met / missed / unmeasured / failed / skipped (runner.load.SLO_VERDICTS + skipped)
     p99_ms: float | None
     status: str
     reason: str = ""
 
+    @property
+    def met(self) -> bool:
+        return self.verdict == "met"
+
 
 @dataclass
 class SloResult:
-    max_streams: int  # the most streams that met the SLO; 0 when even the first probe below it missed
+    max_streams: int  # the most streams that met the SLO; 0 when none met
     capped: bool  # every probe up to max_streams met it: the answer is a lower bound
     probes: list[Probe] = field(default_factory=list)  # in the order they ran
+    lower_bound: bool = False  # the count just above max_streams was unmeasured, not missed
+    skipped: str | None = None  # why the search could not run here (a skipped probe's reason)
+    notes: list[str] = field(default_factory=list)  # unmeasured probes, a p99 that fell as streams were added
+    record: dict[str, Any] = field(default_factory=dict)  # its slo_search.csv line
+
+    @property
+    def first_miss(self) -> Probe | None:
+        above = [p for p in self.probes if p.streams > self.max_streams and p.verdict in ("missed", "failed")]
+        return min(above, key=lambda p: p.streams) if above else None
+
+    @property
+    def answer(self) -> str:
+        """The answer in words: '21', 'at least 31', 'skipped: ...', 'undetermined: ...'."""
+        if self.skipped is not None:
+            return f"skipped: {self.skipped}"
+        if self.max_streams == 0 and self.lower_bound:
+            miss = self.first_miss
+            if miss is None:
+                return "undetermined: no probe was measured"
+            return f"undetermined (< {miss.streams}): no probe below {miss.streams} was measured"
+        return ("at least " if self.capped or self.lower_bound else "") + str(self.max_streams)
 
 
 def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: int = 1) -> SloResult:
-    """Exponential search from `start`, then bisection; each stream count is probed at most once."""
+    """Exponential search from `start`, then bisection; each stream count is probed at most once.
+
+    Unmeasured probes do not stop the doubling (more streams bring more inferences per window); in the
+    bisection an unmeasured middle is treated like a miss for the direction only, and the answer is then
+    marked a lower bound. A skipped probe ends the search."""
     seen: dict[int, Probe] = {}
     order: list[Probe] = []
 
-    def met(n: int) -> bool:
+    def verdict(n: int) -> str:
         if n not in seen:
             seen[n] = probe(n)
             order.append(seen[n])
-        return seen[n].met
+        return seen[n].verdict
 
     good, bad = 0, None
     n = max(1, min(start, max_streams))
     while True:
-        if not met(n):
+        v = verdict(n)
+        if v == "skipped":
+            return _result(0, False, order, skipped=seen[n].reason or "skipped")
+        if v in ("missed", "failed"):
             bad = n
             break
-        good = n
+        if v == "met":
+            good = n
         if n >= max_streams:
             break
         n = min(2 * n, max_streams)
     if bad is not None:
-        lo, hi = good, bad  # lo met (0: nothing below was probed yet), hi missed
+        lo, hi = good, bad  # lo met (0: nothing met yet), hi did not
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if met(mid):
+            v = verdict(mid)
+            if v == "skipped":
+                return _result(lo, False, order, skipped=seen[mid].reason or "skipped")
+            if v == "met":
                 lo = mid
             else:
                 hi = mid
         good = lo
-    return SloResult(good, bad is None, order)
+    above = [p for p in order if p.streams > good]
+    nearest = min(above, key=lambda p: p.streams) if above else None
+    capped = nearest is None and good >= max_streams
+    return _result(good, capped, order, lower_bound=nearest is not None and nearest.verdict == "unmeasured")
+
+
+def _result(good: int, capped: bool, order: list[Probe], *, lower_bound: bool = False,
+            skipped: str | None = None) -> SloResult:
+    result = SloResult(good, capped, order, lower_bound=lower_bound, skipped=skipped)
+    unmeasured = [p.streams for p in order if p.verdict == "unmeasured"]
+    if unmeasured:
+        result.notes.append(f"unmeasured at {', '.join(map(str, sorted(unmeasured)))} stream(s): too few inferences "
+                            f"for a p99 judgement (a p99 needs {P99_FLOOR}) or an invalid row; see their reasons")
+    return result
+
+
+def p99_falls(probes: list[Probe], slo_ms: float) -> list[tuple[Probe, Probe]]:
+    """Pairs (fewer streams, more streams) whose p99 fell by more than P99_FALL_REL of the first and more than
+    P99_FALL_SLO_SHARE of the SLO: where the search's assumption (p99 never falls as streams are added) fails."""
+    measured = sorted((p for p in probes if p.p99_ms is not None), key=lambda p: p.streams)
+    falls = []
+    for i, a in enumerate(measured):
+        for b in measured[i + 1:]:
+            assert a.p99_ms is not None and b.p99_ms is not None
+            drop = a.p99_ms - b.p99_ms
+            if drop > P99_FALL_REL * a.p99_ms and drop > P99_FALL_SLO_SHARE * slo_ms:
+                falls.append((a, b))
+    return falls
+
+
+def monotonic_note(probes: list[Probe], slo_ms: float) -> str | None:
+    """None when the probes agree with the assumption, else what broke it (the largest fall, and any count that
+    met above one that missed)."""
+    falls = p99_falls(probes, slo_ms)
+    inverted = [(a, b) for a in probes for b in probes
+                if a.streams < b.streams and a.verdict == "missed" and b.verdict == "met"]
+    if not falls and not inverted:
+        return None
+    parts = []
+    if falls:
+        a, b = max(falls, key=lambda ab: (ab[0].p99_ms or 0) - (ab[1].p99_ms or 0))
+        parts.append(f"p99 fell as streams were added ({a.p99_ms:.3g} ms at {a.streams} -> {b.p99_ms:.3g} ms at "
+                     f"{b.streams}; {len(falls)} such pair(s))")
+    if inverted:
+        a, b = inverted[0]
+        parts.append(f"{b.streams} streams met after {a.streams} missed")
+    return ("not monotonic: " + "; ".join(parts) + ": the search assumes p99 never falls as streams are added, "
+            "so the answer may be off; read the probes")
 
 
 def _as_probe(streams: int, row: dict[str, Any]) -> Probe:
     """A probe from a row, either just written (typed values) or read back from results.csv (text)."""
     p99 = row.get("latency_ms_p99")
     p99_ms = float(p99) if p99 not in (None, "") else None
-    met = row.get("slo_met")
-    return Probe(streams, met is True or met == "true", p99_ms, str(row.get("status", "")), str(row.get("reason") or ""))
+    status = str(row.get("status", ""))
+    verdict = str(row.get("slo_verdict") or "")
+    if status == "skipped":
+        verdict = "skipped"
+    elif not verdict:  # a row written before slo_verdict existed
+        met = row.get("slo_met")
+        verdict = "met" if met is True or met == "true" else "missed"
+    return Probe(streams, verdict, p99_ms, status, str(row.get("reason") or ""))
 
 
 def probe_config(base: RunConfig, streams: int, threads: int) -> RunConfig:
-    """The base config with `streams` copies of its first placement."""
-    return dataclasses.replace(base, placements=(base.placements[0],) * streams, threads_per_instance=threads)
+    """The base config with `streams` copies of its first placement and a window that runs until it holds the
+    inferences a p99 needs (within max_duration_s)."""
+    return dataclasses.replace(base, placements=(base.placements[0],) * streams, threads_per_instance=threads,
+                               min_inferences=max(base.min_inferences, P99_FLOOR))
 
 
 def search_key(cfg: RunConfig) -> str:
-    """Configs that differ only in their instance count belong to one search."""
+    """Configs that differ only in their instance count belong to one search (option sets and GPU sharing
+    modes are different searches)."""
     return probe_config(cfg, 1, 1).config_hash()
 
 
@@ -106,7 +213,8 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
                      models: ModelCache, *, on_row: Callable[..., None] | None = None,
                      on_start: Callable[..., None] | None = None, idle_power_w: float | None = None,
                      report: Callable[[str], None] = print) -> list[SloResult]:
-    """One search per distinct config of `planned` (instance counts folded); returns the answers."""
+    """One search per distinct config of `planned` (instance counts folded), in plan order; returns the answers,
+    each with its slo_search.csv line in `record`."""
 
     groups: dict[str, list[RunConfig]] = {}
     for p in planned:
@@ -126,30 +234,56 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
             if written:
                 return _as_probe(n, written[0])
             done = [r for r in store.rows() if r.get("config_hash") == cfg.config_hash()]
-            return _as_probe(n, done[-1]) if done else Probe(n, False, None, "missing", "no row")
+            return _as_probe(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
 
         result = search_max_streams(probe, max_streams, start)
+        if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
+            result.notes.insert(0, note)
+        result.record = search_record(base, result)
         results.append(result)
-        _append_search(run_dir / "slo_search.csv", base, result)
-        bound = "at least " if result.capped else ""
-        report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]}: "
-               f"{bound}{result.max_streams} streams of {base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms "
-               f"(probes: {describe_probes(result.probes)})")
+        _append_search(run_dir / "slo_search.csv", result.record)
+        report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]} "
+               f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}]: {result.answer} streams of "
+               f"{base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms (probes: {describe_probes(result.probes)})"
+               + "".join(f"\n  note: {n}" for n in result.notes))
     return results
 
 
 def describe_probes(probes: list[Probe]) -> str:
-    return ", ".join(f"{p.streams}:{'met' if p.met else 'missed'}"
+    return ", ".join(f"{p.streams}:{p.verdict}"
                      f"{f' p99={p.p99_ms:.3g}ms' if p.p99_ms is not None else ''}"
-                     f"{'' if p.status == 'ok' else f' ({p.status})'}" for p in probes)
+                     f"{'' if p.status in ('ok', 'skipped') else f' ({p.status})'}" for p in probes)
 
 
-def _append_search(path: Path, base: RunConfig, result: SloResult) -> None:
+def search_record(base: RunConfig, result: SloResult) -> dict[str, Any]:
+    """The slo_search.csv line of one search (the console's side-by-side table prints the same dicts)."""
+    at_max = next((p for p in result.probes if p.streams == result.max_streams), None)
+    miss = result.first_miss
+    undetermined = result.skipped is not None or (result.max_streams == 0 and result.lower_bound)
+    return {
+        "model": base.model, "backend": base.backend, "precision": base.precision, "batch": base.batch,
+        "device": base.placements[0], "mode": base.mode, "options": ";".join(f"{k}={v}" for k, v in base.options),
+        "gpu_sharing": base.gpu_sharing, "rate_per_stream_hz": base.rate_hz, "slo_ms": base.slo_ms,
+        "max_streams_under_slo": None if undetermined else result.max_streams, "answer": result.answer,
+        "capped_at_max_streams": str(result.capped).lower(),
+        "p99_ms_at_max": at_max.p99_ms if at_max is not None else None,
+        "first_missed_streams": miss.streams if miss else None,
+        "p99_ms_at_first_miss": miss.p99_ms if miss else None,
+        "monotonic": str(not any(n.startswith("not monotonic") for n in result.notes)).lower(),
+        "notes": " | ".join(result.notes), "probes": describe_probes(result.probes),
+    }
+
+
+def _append_search(path: Path, record: dict[str, Any]) -> None:
+    """One line appended; a file of an older column set (a resumed run) is kept beside it, never mixed."""
+    if path.exists():
+        with open(path, newline="") as fh:
+            header = next(csv.reader(fh), None)
+        if header is not None and tuple(header) != SEARCH_COLUMNS:
+            path.rename(path.with_name(f"{path.stem}.older-columns{path.suffix}"))
     new = not path.exists()
     with open(path, "a", newline="") as fh:
         w = csv.writer(fh)
         if new:
             w.writerow(SEARCH_COLUMNS)
-        w.writerow([base.model, base.backend, base.precision, base.batch, base.placements[0], base.mode,
-                    base.gpu_sharing, base.rate_hz, base.slo_ms, result.max_streams, str(result.capped).lower(),
-                    describe_probes(result.probes)])
+        w.writerow(["" if record[c] is None else record[c] for c in SEARCH_COLUMNS])

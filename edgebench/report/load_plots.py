@@ -4,6 +4,9 @@ One figure per (model, backend, precision, batch, mode, gpu_sharing, rate per st
 queueing (end - scheduled arrival), so the p99 curve bends up where the device runs out of capacity; the
 SLO of slo-search rows is a dashed horizontal line, and the caption lists offered vs achieved rate per
 stream count. Closed-loop rows are not load curves and are left out.
+
+Where one configuration ran under several option sets or GPU sharing modes (eager / cuda_graph, time-slicing /
+mps), one more figure puts their p99 curves side by side (latency_vs_load_compared).
 """
 
 from __future__ import annotations
@@ -23,9 +26,56 @@ from edgebench.results.runs import Run, num
 
 LOAD_FACET = ("model", "backend", "precision", "batch", "mode", "gpu_sharing", "rate_per_stream_hz", "options")
 OPEN_LOOP = ("fixed-rate", "slo-search")
+VARIANT = ("options", "gpu_sharing")  # what the side-by-side figure compares
+COMPARE_FACET = tuple(k for k in LOAD_FACET if k not in VARIANT)
 
 
 def latency_vs_load(runs: list[Run]) -> list[FigureData]:
+    return [*_per_variant(runs), *latency_vs_load_compared(runs)]
+
+
+def variant_label(row: dict[str, str]) -> str:
+    return f"{row.get('options') or 'default options'}, {row.get('gpu_sharing') or 'time-slicing'}"
+
+
+def latency_vs_load_compared(runs: list[Run]) -> list[FigureData]:
+    """p99 vs streams, one series per option set x GPU sharing mode, for configurations that ran under two or more."""
+    figures = []
+    for values, members in facets(runs, COMPARE_FACET).items():
+        rows = [row for _r, row in members if row.get("scenario") in OPEN_LOOP]
+        by_variant: dict[str, list[dict[str, str]]] = defaultdict(list)
+        for row in rows:
+            by_variant[variant_label(row)].append(row)
+        if len(by_variant) < 2:
+            continue
+        keys = dict(zip(COMPARE_FACET, values))
+        rate = float(keys["rate_per_stream_hz"])
+        fig = FigureData(facet_slug("latency_vs_load_compared", COMPARE_FACET, values),
+                         f"p99 vs load, side by side: {keys['model']} {keys['backend']} {keys['precision']} "
+                         f"b{keys['batch']}, streams of {rate:g}/s", f"streams (each {rate:g} arrivals/s)",
+                         ["p99 latency incl. queueing (ms)"])
+        fig.counts, fig.caption = count_caption([(r, row) for r, row in members if row.get("scenario") in OPEN_LOOP])
+        for label in sorted(by_variant):
+            s, _empty = series_from_rows(label, by_variant[label], "instances", "latency_ms_p99")
+            if s.points:
+                s.color_key = label
+                fig.series.append(s)
+        xs = {p.x for s in fig.series for p in s.points}
+        slos = sorted({v for row in rows if (v := num(row, "slo_ms")) is not None})
+        for slo in slos:
+            ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
+            ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
+            fig.references.append(ref)
+        if not fig.series:
+            fig.absent_reason = "no p99 in any open-loop row of these option sets / sharing modes"
+        ys = [p.y for s in fig.series for p in s.points if p.y is not None and p.y > 0] + slos
+        fig.y_log = bool(ys and max(ys) / min(ys) > 20)
+        set_x_axis(fig, xs)
+        figures.append(fig)
+    return figures
+
+
+def _per_variant(runs: list[Run]) -> list[FigureData]:
     figures = []
     for values, members in facets(runs, LOAD_FACET).items():
         members = [(r, row) for r, row in members if row.get("scenario") in OPEN_LOOP]

@@ -3,7 +3,8 @@
 - results:  one line per results.csv row (model, backend, precision, batch, instances/placement,
             throughput, latency p50/p99, power, energy per inference, accuracy, status and reason);
 - speedup:  each precision over strict fp32 per batch with the spread over repeats (report.speedup);
-- scaling:  throughput vs instances with the efficiency against linear scaling from the fewest instances.
+- scaling:  throughput vs instances with the efficiency against linear scaling from the fewest instances;
+- slo_search: the SLO searches side by side, one line per option set x GPU sharing mode (report.slo_table).
 
 CSV cells keep full precision (empty = not measured); Markdown and LaTeX round for reading. Every
 non-ok row stays in the results table with its status; in LaTeX its reason becomes a lettered note
@@ -18,6 +19,7 @@ from typing import Any
 
 from edgebench.report.accuracy_table import accuracy_table
 from edgebench.report.compare import cross_run_table
+from edgebench.report.slo_table import slo_table
 from edgebench.report.speedup import speedup_rows
 from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, latex_escape: used via this module
     PRECISION_ORDER,
@@ -197,6 +199,8 @@ def all_tables(runs: list[Run]) -> list[Table]:
 
     if (accuracy := accuracy_table(runs)) is not None:  # only when rows were scored against labels
         tables.append(accuracy)
+    if (slo := slo_table(runs)) is not None:  # only runs with an SLO search (slo_search.csv)
+        tables.append(slo)
     if len(runs) > 1:
         tables.append(cross_run_table(runs))
     return tables

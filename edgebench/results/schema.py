@@ -131,7 +131,11 @@ COLUMNS: list[Column] = [
     Column("queue_ms_p99", "ms", "fixed-rate: 99th percentile wait between an inference's arrival and its start"),
     Column("service_ms_p50", "ms", "fixed-rate: median time from an inference's start to its end (no queueing)"),
     Column("slo_ms", "ms", "slo-search: the p99 latency bound the probe was judged against"),
-    Column("slo_met", "", "slo-search: true when the row is ok and latency_ms_p99 <= slo_ms"),
+    Column("slo_met", "", "slo-search: true when the row is ok and latency_ms_p99 <= slo_ms, false when it missed "
+                          "or failed, empty when unmeasured (slo_verdict)"),
+    Column("slo_verdict", "", "slo-search: met, missed (p99 over slo_ms, or without a p99: enough inferences over it "
+                              "to put any p99 over it), unmeasured (too few inferences for a p99 judgement, or an "
+                              "invalid row under the SLO; the reason says which) or failed"),
     # --- TensorRT engines (trt backend)
     Column("dla_fallback_layers", "layers",
            "per DLA target: GPU layers the TensorRT builder put on the GPU instead (gpu_fallback; 'TYPE: name', "

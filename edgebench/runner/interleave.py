@@ -30,7 +30,7 @@ from edgebench.models.inputs import make_input
 from edgebench.models.spec import load_model_spec
 from edgebench.runner import worker
 from edgebench.runner.orchestrator import _child_env
-from edgebench.telemetry.registry import make_sampler
+from edgebench.telemetry import registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Prepared
@@ -261,7 +261,7 @@ def run_interleaved(cfg: RunConfig, prepared: Prepared, framework: str, *, pairs
                     bare.conn.send(("go", slice_s))
                     _, n, span_ns = bare.expect("slice", slice_s + 60.0)
                 else:
-                    active = [make_sampler(name, sampler_interval_s, placements=cfg.placements) for name in samplers]
+                    active = [registry.make_sampler(name, sampler_interval_s, placements=cfg.placements) for name in samplers]
                     for s in active:
                         s.watch_pids([eb.proc.pid])
                         s.start()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgebench.commands.console import summary_table
+from edgebench.commands.console import compact_placement, slo_table, summary_table
 
 
 def test_summary_table_formats_csv_text_and_marks_missing(capsys):
@@ -34,3 +34,33 @@ def test_throughput_column_says_samples_unless_the_input_is_an_image():
     assert "img/s" in summary_table([image], title="t").splitlines()[1]
     header = summary_table([image, audio], title="t").splitlines()[1]
     assert "samples/s" in header and "mJ/sample" in header and "img/s" not in header
+
+
+def test_placements_print_compactly_and_the_csv_cell_stays_full(capsys):
+    assert compact_placement("+".join(["cuda:0"] * 31)) == "31x cuda:0"
+    assert compact_placement("cpu+cpu") == "2x cpu"
+    assert compact_placement("cuda:0+dla0") == "cuda:0+dla0"
+    assert compact_placement("cuda:0+cuda:0+dla0+dla1+dla1") == "2x cuda:0+dla0+2x dla1"
+    assert compact_placement("gpu") == "gpu" and compact_placement("") == ""
+    full = "+".join(["cuda:0"] * 31)
+    text = summary_table([{"model": "resnet50", "instances": "31", "placement": full, "status": "ok"}], title="t")
+    assert "31x cuda:0" in text and full not in text
+    assert max(len(line) for line in text.splitlines()) < 150  # was ~250 characters for the placement alone
+
+
+def test_slo_table_puts_option_sets_and_sharing_modes_side_by_side(capsys):
+    base = {"model": "resnet50", "backend": "torch", "precision": "fp16", "batch": 1, "device": "cuda:0",
+            "mode": "process", "rate_per_stream_hz": 30.0, "slo_ms": 33.0, "first_missed_streams": None,
+            "p99_ms_at_first_miss": None, "monotonic": "true", "notes": "", "probes": "8:met p99=2.9ms"}
+    records = [dict(base, options="", gpu_sharing="time-slicing", answer="21", p99_ms_at_max=30.1),
+               dict(base, options="cuda_graph=True", gpu_sharing="time-slicing", answer="31", p99_ms_at_max=2.9),
+               dict(base, options="", gpu_sharing="mps", answer="at least 40", p99_ms_at_max=12.0, monotonic="false",
+                    notes="not monotonic: p99 fell")]
+    text = slo_table(records)
+    lines = text.splitlines()
+    assert lines[0] == "SLO search: resnet50/torch/fp16/b1 on cuda:0 (process), streams of 30/s, p99 <= 33 ms"
+    assert lines[2].split()[:3] == ["default", "time-slicing", "21"]
+    assert lines[3].split()[:3] == ["cuda_graph=True", "time-slicing", "31"]
+    assert lines[4].split()[:5] == ["default", "mps", "at", "least", "40"]
+    assert "default / mps: not monotonic: p99 fell" in text
+    assert "cuda_graph=True / time-slicing: probes 8:met p99=2.9ms" in capsys.readouterr().out

@@ -227,3 +227,33 @@ def test_external_fixed_batch_onnx_gets_int8_with_batch_sized_calibration(tmp_pa
     out = _ort_run(art.onnx_path, make_input((1, 3, 32, 32), "float32", 0))
     ref = _ort_run(fp32.path, make_input((1, 3, 32, 32), "float32", 0))
     assert out.shape == (1, 10) and _cosine(out, ref).min() > 0.9
+
+
+def test_int8_reduce_range_follows_the_host_and_keys_the_cache(tiny_onnx, tmp_path, monkeypatch):
+    """7-bit weights on hosts whose ORT int8 kernels saturate, 8-bit elsewhere; both recorded and cached apart."""
+    import onnx
+    from onnx import numpy_helper
+
+    from edgebench.models import precision
+
+    spec = load_model_spec("tiny_cnn")
+    x = make_input((16, 3, 32, 32), "float32", 9)
+    ref = _ort_run(tiny_onnx.path, x)
+    cache = Artifacts(tmp_path / "cache")  # empty, so each variant is built here with the forced decision
+    arts = {}
+    for reduce in (True, False):
+        monkeypatch.setattr(precision, "int8_reduce_range", lambda r=reduce: (r, f"forced {r}"))
+        art = precision.precision_artifact(spec, tiny_onnx, "int8", cache, SYNTHETIC)
+        assert art.sidecar["settings"]["reduce_range"] is reduce
+        assert art.sidecar["reduce_range_reason"] == f"forced {reduce}"
+        weights = [numpy_helper.to_array(t) for t in onnx.load(art.onnx_path).graph.initializer
+                   if t.data_type == onnx.TensorProto.INT8 and len(t.dims) >= 2]
+        assert weights and max(int(np.abs(w.astype(np.int32)).max()) for w in weights) == (64 if reduce else 127)
+        arts[reduce] = art
+    assert arts[True].onnx_path != arts[False].onnx_path
+    # the key is the decision, not the host's wording: another host that also reduces reuses the file
+    monkeypatch.setattr(precision, "int8_reduce_range", lambda: (True, "another x86 host without VNNI"))
+    again = precision.precision_artifact(spec, tiny_onnx, "int8", cache, SYNTHETIC)
+    assert again.onnx_path == arts[True].onnx_path and again.sidecar["reduce_range_reason"] == "forced True"
+    # the 7-bit file runs close to fp32 on every CPU, the saturating u8s8 kernels included
+    assert _cosine(_ort_run(arts[True].onnx_path, x), ref).min() > 0.99

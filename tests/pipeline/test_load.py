@@ -123,7 +123,7 @@ def test_search_finds_the_largest_count_that_meets_with_each_count_probed_once(c
 
     def probe(n: int) -> Probe:
         calls.append(n)
-        return Probe(n, n <= capacity, float(n), "ok")
+        return Probe(n, "met" if n <= capacity else "missed", float(n), "ok")
 
     result = search_max_streams(probe, max_streams, start)
     assert result.max_streams == min(capacity, max_streams)

@@ -71,3 +71,34 @@ def test_option_sets_and_repeats_multiply_rows_with_distinct_hashes():
     assert all("takes only the option ort_provider (got cuda_graph)" in p.skip_reason for p in with_opts)
     assert all(p.skip_reason is None for p in planned if not p.cfg.options)
     assert "/cuda_graph=True/r2" in with_opts[-1].cfg.label()
+
+
+def test_a_list_of_gpu_sharing_modes_is_a_sweep_dimension_and_mps_skips_without_cuda(monkeypatch):
+    import argparse
+
+    import pytest
+
+    from edgebench.commands.options import sharing_list
+    from edgebench.errors import ConfigError
+    from edgebench.runner import mps
+
+    monkeypatch.setattr(mps.shutil, "which", lambda name: None)  # no nvidia-cuda-mps-control here
+    prof = load_profile("host").with_overrides(
+        "sweep", models=["tiny_cnn"], precisions=["fp32"], batches=[1], instances=[1],
+        placements=[["cpu"], ["cuda:0"]], backends=["null"], option_sets=[{}, {"sleep_s": 0.001}])
+    prof = prof.with_overrides("run", gpu_sharing=sharing_list("time-slicing,mps"))
+    planned = expand(prof, CPU_ENV)
+    got = [(p.cfg.placement, p.cfg.gpu_sharing, p.cfg.options) for p in planned]
+    # sharing is outside the option sets: every option set once under each mode
+    assert got == [(pl, g, o) for pl in ("cpu", "cuda:0") for g in ("time-slicing", "mps")
+                   for o in ((), (("sleep_s", 0.001),))]
+    reasons = {(p.cfg.placement, p.cfg.gpu_sharing): p.skip_reason for p in planned}
+    assert "applies to CUDA placements" in reasons[("cpu", "mps")]
+    assert "nvidia-cuda-mps-control" in reasons[("cuda:0", "mps")]
+    assert sharing_list("mps") == "mps"  # one mode stays a plain value
+    with pytest.raises(argparse.ArgumentTypeError, match="time-slicing, mps or both"):
+        sharing_list("time-slicing,mpss")
+    with pytest.raises(ConfigError, match="gpu_sharing.*'mpss' is not one of"):
+        load_profile("host").with_overrides("run", gpu_sharing=["mps", "mpss"])
+    with pytest.raises(ConfigError, match="must not be empty"):
+        load_profile("host").with_overrides("run", gpu_sharing=[])

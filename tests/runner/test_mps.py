@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_mps import FAKE
 from repo_paths import REPO
 
 from edgebench.backends.null import NullBackend
@@ -22,36 +23,6 @@ from edgebench.config.run_config import RunConfig
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.runner.mps import MPS_CONTROL, MpsError, gpu_sharing
 from edgebench.runner.orchestrator import run_instances
-
-FAKE = """\
-#!{python}
-# fake nvidia-cuda-mps-control: `-d` starts a daemon process and its control pipe, `quit` on stdin stops it
-import os, subprocess, sys, time
-pipe, log = os.environ["CUDA_MPS_PIPE_DIRECTORY"], os.environ["CUDA_MPS_LOG_DIRECTORY"]
-def record(what):
-    with open(os.path.join(log, "fake-calls.log"), "a") as fh:
-        fh.write(f"{{what}} pipe={{pipe}} log={{log}}\\n")
-if sys.argv[1:] == ["-d"]:
-    if os.environ.get("FAKE_MPS_FAIL") == "start":
-        print("An instance of this daemon is already running", file=sys.stderr)
-        sys.exit(1)
-    record("start")
-    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(os.path.join(pipe, "daemon.pid"), "w") as fh:
-        fh.write(str(daemon.pid))
-    os.mkfifo(os.path.join(pipe, "control"))
-    sys.exit(0)
-command = sys.stdin.read().strip()
-record(command)
-if command == "quit":
-    with open(os.path.join(pipe, "daemon.pid")) as fh:
-        pid = int(fh.read())
-    os.kill(pid, 15)
-    os.unlink(os.path.join(pipe, "control"))
-    sys.exit(1 if os.environ.get("FAKE_MPS_FAIL") == "quit" else 0)
-sys.exit(2)
-"""
 
 
 @pytest.fixture

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Issue 19: the most 30 fps streams whose p99 (queueing included) stays <= 33 ms, ResNet-50 fp16 torch b1, one
+# process per stream, searched side by side for eager / cuda_graph under time-slicing and MPS (one
+# `edgebench bench` run, one search per option set x sharing mode, in that order: eager+ts, graph+ts,
+# eager+mps, graph+mps). kernel_profile_steps 0 and no accuracy pass: the measuring processes only measure.
+# One NVIDIA H100/H200 (device kind nvidia-h100-x1 or nvidia-h200), under 8 minutes:
+#   OUT=/path benchmarks/gpu_slo.sh
+# The bench gets BUDGET_S seconds (default 380) and is then interrupted with SIGINT (the orchestrator kills its
+# instances, the MPS daemon is quit, written rows stay); a search it cut shows as `incomplete` in the table,
+# rebuilt from its probe rows. Knobs (env): START (first stream count, 16), MAX_STREAMS (40, under MPS's 48
+# clients), RATE (30), SLO_MS (33), SHARING (time-slicing,mps), OPTION_SETS ('[{}, {cuda_graph: true}]'),
+# MODEL/BACKEND/PRECISION/ACCEL/EXTENDS/SAMPLERS (resnet50/torch/fp16/cuda:0/dgpu/[nvml, host]; the CPU test
+# of this script runs it with the null backend), DURATION_S (1.0) / MAX_DURATION_S (8.0): a probe's window runs
+# until it holds the 662 inferences a p99 needs, within MAX_DURATION_S (at 16 streams of 30/s: 1.4 s).
+# Writes: $OUT/env.log, $OUT/slo.log (the bench's console, its own side-by-side table at the end),
+# $OUT/slo-results.csv, $OUT/slo_search.csv, $OUT/latency_vs_load*.png (report: REPORT_TIMEOUT_S, 45), and
+# $OUT/slo-table.txt, printed last. Worst case about 7.5 min: 380 s bench + 30 s kill grace + 45 s report.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpuout}; RUNS=$OUT/runs
+mkdir -p "$OUT" "$RUNS"
+export PYTHONUNBUFFERED=1 EDGEBENCH_CACHE=${EDGEBENCH_CACHE:-/tmp/ebcache}
+PY=${PY:-python3}
+BUDGET_S=${BUDGET_S:-380}; START=${START:-16}; MAX_STREAMS=${MAX_STREAMS:-40}; RATE=${RATE:-30}; SLO_MS=${SLO_MS:-33}
+SHARING=${SHARING:-time-slicing,mps}; OPTION_SETS=${OPTION_SETS:-'[{}, {cuda_graph: true}]'}
+MODEL=${MODEL:-resnet50}; BACKEND=${BACKEND:-torch}; PRECISION=${PRECISION:-fp16}; ACCEL=${ACCEL:-cuda:0}
+EXTENDS=${EXTENDS:-dgpu}; SAMPLERS=${SAMPLERS:-'[nvml, host]'}
+DURATION_S=${DURATION_S:-1.0}; MAX_DURATION_S=${MAX_DURATION_S:-8.0}
+
+PROFILE=$OUT/gpu-slo.yaml
+cat > "$PROFILE" <<YAML
+name: gpu-slo
+extends: $EXTENDS
+description: issue 19 - SLO search side by side over option sets and GPU sharing ($MODEL $BACKEND $PRECISION b1)
+sweep:
+  models: [$MODEL]
+  backends: ["$BACKEND"]
+  precisions: [$PRECISION]
+  batches: [1]
+  instances: [$START]
+  modes: [process]
+  accelerator: "$ACCEL"
+  option_sets: $OPTION_SETS
+run:
+  warmup_s: 0.5
+  duration_s: $DURATION_S
+  max_duration_s: $MAX_DURATION_S
+  min_inferences: 662
+  repeats: 1
+  kernel_profile_steps: 0
+  accuracy_samples: 0
+  max_streams: $MAX_STREAMS
+telemetry:
+  samplers: $SAMPLERS
+  idle_baseline_s: 0.0
+YAML
+
+{ echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv,noheader 2>&1 | head -1)"
+  echo "mps control: $(command -v nvidia-cuda-mps-control || echo 'not on PATH: the mps searches are skipped with that reason')"
+  echo "cpu cores: $(nproc)"
+  $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" 2>&1 | tail -1
+} | tee "$OUT/env.log"
+
+start_s=$(date +%s)
+# SIGINT, not SIGTERM: KeyboardInterrupt runs the orchestrator's cleanup (instances killed, MPS daemon quit).
+# The handler is set explicitly: a shell that started this script in the background may have SIGINT ignored.
+timeout -s INT -k 30 "$BUDGET_S" $PY -c 'import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from edgebench.cli import main
+sys.exit(main(sys.argv[1:]))' bench --device "$PROFILE" --out "$RUNS" --rate "$RATE" \
+  --slo-ms "$SLO_MS" --gpu-sharing "$SHARING" >"$OUT/slo.log" 2>&1
+rc=$?
+echo "bench exit $rc after $(( $(date +%s) - start_s )) s$([ "$rc" = 124 ] && echo ' (time budget: later searches incomplete)')" \
+  | tee -a "$OUT/env.log"
+grep -E "^edgebench: .*streams of|^  note:" "$OUT/slo.log" | cut -c1-400
+
+dir=$(ls -d "$RUNS"/*/ 2>/dev/null | head -1)
+if [ -z "$dir" ]; then
+  echo "no run folder: see $OUT/slo.log"; tail -20 "$OUT/slo.log"; exit 1
+fi
+cp "$dir/results.csv" "$OUT/slo-results.csv" 2>/dev/null
+cp "$dir/slo_search.csv" "$OUT/slo_search.csv" 2>/dev/null
+if timeout "${REPORT_TIMEOUT_S:-45}" $PY -m edgebench report "$dir" --out "$OUT/slo-report" --formats png --max-timelines 0 >"$OUT/report.log" 2>&1; then
+  cp "$OUT"/slo-report/figures/latency_vs_load*.png "$OUT/" 2>/dev/null
+  cp "$OUT/slo-report/tables/slo_search.md" "$OUT/" 2>/dev/null
+fi
+rm -rf "$OUT/slo-report"
+{ echo "SLO search: $MODEL $BACKEND $PRECISION b1 on $ACCEL, streams of ${RATE}/s, p99 <= $SLO_MS ms (latency from the scheduled arrival; one process per stream)"
+  $PY benchmarks/gpu_slo_table.py "$dir"
+} | tee "$OUT/slo-table.txt"

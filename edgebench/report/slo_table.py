@@ -1,0 +1,54 @@
+"""The SLO searches of each run side by side: one line per search (option set x GPU sharing mode) from the
+run folder's slo_search.csv, written with the other tables (tables/slo_search.{csv,md,tex}).
+
+Answers are as the search wrote them: '21', 'at least 31' (capped at max_streams, or the next count was
+unmeasured), 'undetermined ...' or 'skipped: ...'; `monotonic` false means p99 fell as streams were added
+and the answer rests on an assumption the probes contradict (the note says where).
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from edgebench.report.table_format import Col, Table
+from edgebench.results.runs import Run, num
+
+SLO_FILE = "slo_search.csv"
+
+
+def slo_records(run: Run) -> list[dict[str, Any]]:
+    """The lines of the run's slo_search.csv (none when the run has no SLO search)."""
+    path = run.path / SLO_FILE
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        lines = list(csv.DictReader(fh))
+    out = []
+    for line in lines:
+        rec: dict[str, Any] = dict(line, run=run.label)
+        rec["options"] = line.get("options") or "default"
+        rec["gpu_sharing"] = line.get("gpu_sharing") or "time-slicing"
+        rec["answer"] = line.get("answer") or ("at least " if line.get("capped_at_max_streams") == "true" else "") \
+            + str(line.get("max_streams_under_slo", ""))
+        for key in ("rate_per_stream_hz", "slo_ms", "p99_ms_at_max", "p99_ms_at_first_miss"):
+            rec[key] = num(line, key)
+        out.append(rec)
+    return out
+
+
+def slo_table(runs: list[Run]) -> Table | None:
+    """None when no run holds an SLO search."""
+    records = [rec for run in runs for rec in slo_records(run)]
+    if not records:
+        return None
+    cols = [Col("run", "Run")] if len(runs) > 1 else []
+    cols += [Col("model", "Model"), Col("backend", "Backend"), Col("precision", "Precision"), Col("batch", "Batch"),
+             Col("device", "Device"), Col("options", "Options"), Col("gpu_sharing", "GPU sharing"),
+             Col("rate_per_stream_hz", "Rate per stream (1/s)", True), Col("slo_ms", "SLO p99 (ms)", True),
+             Col("answer", "Max streams"), Col("p99_ms_at_max", "p99 at max (ms)", True),
+             Col("first_missed_streams", "First miss"), Col("p99_ms_at_first_miss", "p99 there (ms)", True),
+             Col("monotonic", "Monotonic"), Col("notes", "Notes"), Col("probes", "Probes", csv_only=True)]
+    notes = ["one line per option set x GPU sharing mode; latency counts queueing (end - scheduled arrival)",
+             "monotonic false: p99 fell as streams were added, which the search assumes never happens"]
+    return Table("slo_search", "Most fixed-rate streams under a p99 SLO, side by side", cols, records, notes)

@@ -1,0 +1,90 @@
+"""benchmarks/gpu_slo.sh on a CPU: the same script the lead runs on the GPU machine, with its knobs pointed at
+the null backend on a serial simulated device (2 ms and 4 ms per inference, 90 arrivals/s per stream: 5 and 2
+streams fit). It writes under $OUT and prints the side-by-side table last; a bench cut by the script's time
+budget is interrupted cleanly (SIGINT) and the script still ends with what it has. benchmarks/gpu_slo_table.py
+rebuilds a cut search from its probe rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from repo_paths import REPO
+
+SCRIPT = REPO / "benchmarks" / "gpu_slo.sh"
+
+
+def run_script(tmp_path: Path, cache: Path, timeout_s: float, **knobs: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PY": sys.executable, "PYTHONPATH": str(REPO),
+           "EDGEBENCH_CACHE": str(cache), "MODEL": "tiny_cnn", "BACKEND": "null", "PRECISION": "fp32",
+           "ACCEL": "cpu", "EXTENDS": "base", "SAMPLERS": "[host]", "SHARING": "time-slicing", **knobs}
+    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=timeout_s,
+                          check=False)
+
+
+def test_gpu_slo_script_runs_every_search_and_prints_the_side_by_side_table_last(tmp_path, artifact_cache, tiny_onnx):
+    lock = tmp_path / "device.lock"
+    sets = f'[{{sleep_s: 0.002, serial_device: "{lock}"}}, {{sleep_s: 0.004, serial_device: "{lock}"}}]'
+    proc = run_script(tmp_path, artifact_cache.root, 400, OPTION_SETS=sets, RATE="90", SLO_MS="100", START="2",
+                      MAX_STREAMS="8", DURATION_S="1.0", MAX_DURATION_S="6.0", BUDGET_S="300",
+                      REPORT_TIMEOUT_S="300")
+    out = tmp_path / "out"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "bench exit 0" in (out / "env.log").read_text()
+    with open(out / "slo_search.csv", newline="") as fh:
+        searches = list(csv.DictReader(fh))
+    assert len(searches) == 2
+    tail = proc.stdout[proc.stdout.index("SLO search: tiny_cnn null fp32 b1 on cpu, streams of 90/s, p99 <= 100 ms"):]
+    assert tail.strip() == (out / "slo-table.txt").read_text().strip()  # the table is the last thing printed
+    lines = tail.splitlines()
+    assert lines[1].split()[:3] == ["options", "sharing", "max"]
+    for line, search, sleep in zip(lines[2:4], searches, ("0.002", "0.004")):
+        assert line.startswith(f"serial_device={lock};sleep_s={sleep}")
+        assert line.split()[2] == search["answer"] == search["max_streams_under_slo"]
+    assert 4 <= int(searches[0]["answer"]) <= 5 and 1 <= int(searches[1]["answer"]) <= 2
+    assert (out / "slo-results.csv").exists() and (out / "slo_search.md").exists()
+    assert "SLO search: tiny_cnn/null/fp32/b1 on cpu" in (out / "slo.log").read_text()  # edgebench's own table
+
+
+def test_a_bench_cut_by_the_time_budget_is_interrupted_cleanly_and_the_script_still_reports(tmp_path, artifact_cache,
+                                                                                             tiny_onnx):
+    """1 arrival/s and a 30 s minimum window: the first probe cannot end inside a 10 s budget."""
+    proc = run_script(tmp_path, artifact_cache.root, 120, OPTION_SETS="[{}]", RATE="1", SLO_MS="100", START="1",
+                      MAX_STREAMS="2", DURATION_S="30", MAX_DURATION_S="40", BUDGET_S="10")
+    out = tmp_path / "out"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "bench exit 124" in (out / "env.log").read_text() and "time budget" in (out / "env.log").read_text()
+    assert "interrupted; rows written so far are kept" in (out / "slo.log").read_text()
+    assert not (out / "slo_search.csv").exists()
+    assert proc.stdout.rstrip().endswith("(no slo_search.csv line, no slo-search row)")
+
+
+def test_the_table_rebuilds_a_search_the_budget_cut_from_its_probe_rows(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from gpu_slo_table import searches, table
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    head = ["options", "gpu_sharing", "answer", "max_streams_under_slo", "p99_ms_at_max", "first_missed_streams",
+            "p99_ms_at_first_miss", "monotonic", "notes", "probes"]
+    with open(tmp_path / "slo_search.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(head)
+        w.writerow(["", "time-slicing", "21", "21", "30.1", "22", "35.2", "true", "", "16:met p99=20ms"])
+    rows = [("", "time-slicing", 16, "met", "20.0"), ("cuda_graph=True", "time-slicing", 16, "met", "2.5"),
+            ("cuda_graph=True", "time-slicing", 32, "missed", "80.0"), ("cuda_graph=True", "time-slicing", 24, "met", "2.8")]
+    with open(tmp_path / "results.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["scenario", "options", "gpu_sharing", "instances", "slo_verdict", "status", "latency_ms_p99"])
+        for options, sharing, n, verdict, p99 in rows:
+            w.writerow(["slo-search", options, sharing, n, verdict, "ok", p99])
+    found = searches(tmp_path)
+    assert [(s["options"], s["answer"]) for s in found] == [
+        ("", "21"), ("cuda_graph=True", "incomplete: met up to 24, missed at 32")]
+    assert found[1]["p99_ms_at_max"] == "2.8" and found[1]["first_missed_streams"] == "32"
+    text = table(tmp_path)
+    assert "eager (default)" in text.splitlines()[1] and "cut by the script's time budget" in text
