@@ -276,15 +276,17 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's DeprecationWarning
-            if exporter == "torchscript":
-                axes = {n: {0: "batch"} for n in (*in_names, *out_names)} if spec.dynamic_batch else None
+            if exporter == "torchscript":  # each input's batch on its own axis (a state [layers, batch, hidden]: 1)
+                axes = ({**{d.name: {d.batch_axis: "batch"} for d in spec.input_set if d.batch_axis is not None},
+                         **{n: {0: "batch"} for n in out_names}} if spec.dynamic_batch else None)
                 torch.onnx.export(
                     model, example, str(out), opset_version=spec.opset, dynamo=False,
                     dynamic_axes=axes, do_constant_folding=True, **names,
                 )
             else:
                 dim = torch.export.Dim("batch", min=1)
-                shapes = tuple({0: dim} for _ in in_names) if spec.dynamic_batch else None
+                shapes = (tuple({d.batch_axis: dim} if d.batch_axis is not None else None for d in spec.input_set)
+                          if spec.dynamic_batch else None)
                 program = torch.onnx.export(
                     model, example, None, opset_version=spec.opset, dynamo=True,
                     dynamic_shapes=shapes, external_data=False, verbose=False, **names,

@@ -158,3 +158,33 @@ def test_tensorrt_profile_spans_the_batch_on_each_inputs_own_axis():
     assert [e.name for e in optimisation_profile(fixed.inputs, 1)] == ["x"]  # state: no dynamic axis at all
     with pytest.raises(BackendError, match="input 'x' has a fixed batch axis"):
         optimisation_profile(fixed.inputs, 1, batch_range=(1, 2))
+
+
+def test_model_specs_set_batch_axes_per_input_and_errors_name_the_field(tmp_path):
+    from edgebench.errors import ConfigError
+    from edgebench.models.precision import resolved_spec
+    from edgebench.models.spec import model_spec_from_dict
+
+    base = {"name": "rnn", "source": "builtin", "arch": "tiny_cnn"}
+    spec = model_spec_from_dict({**base, "inputs": [
+        {"name": "x", "shape": [5, 8]}, {"name": "state", "shape": [2, 16], "batch_axis": 1},
+        {"name": "table", "shape": [4, 16], "batch_axis": None}]}, "rnn.yaml")
+    x, state, table = spec.input_set
+    assert (x.batch_axis, state.batch_axis, table.batch_axis) == (0, 1, None)
+    assert state.full_shape(3) == (2, 3, 16) and table.full_shape(3) == (4, 16) and state.dynamic_axes == (1,)
+    with pytest.raises(ConfigError, match=r"rnn.yaml.*inputs\[0\].batch_axis.*'x': 3 must be an int in 0..2"):
+        model_spec_from_dict({**base, "inputs": [{"name": "x", "shape": [5, 8], "batch_axis": 3}]}, "rnn.yaml")
+    onnx_base = {"name": "vad", "source": "onnx", "onnx_path": "vad.onnx"}
+    with pytest.raises(ConfigError, match=r"vad.yaml.*batch_axis.*input 'sr': batch axis 'x' is not an integer"):
+        model_spec_from_dict({**onnx_base, "batch_axis": {"sr": "x"}}, "vad.yaml")
+    # a source: onnx spec's batch_axis reaches the plan resolved from the graph
+    odd_models = pytest.importorskip("odd_models")
+    pytest.importorskip("onnx")
+    path = odd_models.two_fixed_batches(tmp_path / "two.onnx")
+    spec = model_spec_from_dict({"name": "two", "source": "onnx", "onnx_path": str(path),
+                                 "batch_axis": {"b": 0}}, "two.yaml")
+    with pytest.raises(InputError, match="two.yaml: batch_axis NAME:none"):
+        resolved_spec(spec)
+    spec = model_spec_from_dict({"name": "two", "source": "onnx", "onnx_path": str(path),
+                                 "batch_axis": {"b": "none"}}, "two.yaml")
+    assert [d.batch_axis for d in resolved_spec(spec).input_set] == [0, None]
