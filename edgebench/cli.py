@@ -208,7 +208,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     else:
         run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
                   on_start=start_line)
-    rows = store.rows()
+    rows = store.records()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
     if profile.run.get("slo_ms") is not None:  # one line per option set x GPU sharing mode, side by side
         slo_table([s.record for s in searches])

@@ -222,17 +222,18 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "atomic_files": set(),
     "edgebench": set(),
     "telemetry": LOWEST,
-    "config": LOWEST | {"telemetry"},  # telemetry.names only: which samplers a profile may list
+    "config": LOWEST | {"telemetry"},  # telemetry.catalog only: which samplers a profile may list
     "device": LOWEST | {"telemetry", "config"},
     "models": LOWEST | {"config"},
     "evaluation": LOWEST | {"config", "models"},
     "backends": LOWEST | {"config", "models", "device", "evaluation"},
     "runner": LOWEST | {"config", "models", "backends", "telemetry", "evaluation", "device"},
-    "results": LOWEST | {"config", "runner"},  # runner: the outcome type the per-row files are written from
+    "results": LOWEST | {"config"},  # the row's parts come in as plain dicts/dataclasses
     "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                           "results"},
     "report": LOWEST | {"config", "results", "backends"},  # backends: trt_layers' per-layer CSV format
-    "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation"},
+    "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation",
+                          "results"},  # results.reader: the console shows typed rows
     "remote": LOWEST | {"config", "models", "commands"},
     "cli": LOWEST | {"commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                      "pipeline", "results", "report", "remote"},

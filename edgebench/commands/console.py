@@ -10,6 +10,8 @@ import re
 import sys
 from typing import Any
 
+from edgebench.results.reader import typed_row
+
 SUMMARY_COLUMNS = [
     ("model", "model"), ("precision", "prec"), ("batch", "b"), ("instances", "n"), ("placement", "placement"),
     ("mode", "mode"), ("throughput_ips", "img/s"), ("latency_ms_p50", "p50 ms"), ("latency_ms_p99", "p99 ms"),
@@ -32,14 +34,10 @@ def compact_placement(placement: str) -> str:
     return "+".join(f"{n}x {device}" if n > 1 else device for device, n in runs)
 
 
-def _fmt(value: Any) -> str:
+def show(value: Any) -> str:
+    """A typed cell (results.reader) for the terminal: '-' when empty, floats to 4 significant digits."""
     if value is None or value == "":
         return "-"
-    if isinstance(value, str):  # rows read back from results.csv are text
-        try:
-            value = int(value) if value.lstrip("-").isdigit() else float(value)
-        except ValueError:
-            return value
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
     return str(value)
@@ -67,7 +65,7 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
     else:
         label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
                  f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}")
-        detail = f"{_fmt(row.get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
+        detail = f"{show(typed_row(row).get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
     console = _rich_console()
@@ -91,13 +89,14 @@ def rate_unit(row: dict[str, Any]) -> str:
 
 
 def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") -> str:
-    """The end-of-run table (also returned as plain text so callers can log it). The throughput and energy
-    columns say img when every row's input is an image, samples otherwise (the CSV keeps throughput_ips)."""
+    """The end-of-run table of result rows, typed or as text (results.reader.typed_row reads both), e.g.
+    ResultsStore.records() (also returned as plain text so callers can log it). The throughput and energy columns
+    say img when every row's input is an image, samples otherwise (the CSV keeps throughput_ips)."""
     unit = "img" if all(rate_unit(r) == "img/s" for r in rows) else "samples"
     header = [{"img/s": f"{unit}/s", "mJ/img": f"mJ/{unit[:-1] if unit == 'samples' else unit}"}.get(h, h)
               for _, h in SUMMARY_COLUMNS]
-    body = [[_fmt(compact_placement(str(r.get(k) or "")) if k == "placement" else r.get(k)) for k, _ in SUMMARY_COLUMNS]
-            for r in rows]
+    body = [[show(compact_placement(str(r.get(k) or "")) if k == "placement" else r.get(k)) for k, _ in SUMMARY_COLUMNS]
+            for r in map(typed_row, rows)]
     return _print_table(title, header, body)
 
 
@@ -139,8 +138,8 @@ def slo_table(records: list[dict[str, Any]]) -> str:
     texts = []
     for (model, backend, precision, batch, device, mode, rate, slo), members in groups.items():
         title = (f"SLO search: {model}/{backend}/{precision}/b{batch} on {device} ({mode}), streams of "
-                 f"{_fmt(rate)}/s, p99 <= {_fmt(slo)} ms")
-        body = [["default" if k == "options" and not r.get(k) else _fmt(r.get(k)) for k, _ in SLO_COLUMNS]
+                 f"{show(rate)}/s, p99 <= {show(slo)} ms")
+        body = [["default" if k == "options" and not r.get(k) else show(r.get(k)) for k, _ in SLO_COLUMNS]
                 for r in members]
         text = _print_table(title, [h for _, h in SLO_COLUMNS], body)
         lines = []

@@ -31,7 +31,7 @@ from edgebench.config.fields import (  # noqa: F401 - DTYPES: imported from conf
 from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for the sweep's row type; callers import it here
 from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.telemetry.names import SAMPLER_NAMES
+from edgebench.telemetry.catalog import SAMPLER_NAMES
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 PROFILES_DIR = PROJECT_ROOT / "profiles"

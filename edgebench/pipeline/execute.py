@@ -1,12 +1,11 @@
-"""Measure one RunConfig: artifacts -> prepare -> instances (+ telemetry) -> the row's fields, beside the row files."""
+"""Measure one RunConfig: artifacts -> prepare -> instances (+ telemetry) -> the parts of its row, beside the row
+files (results.row assembles the row from the parts)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgebench import __version__
 from edgebench.atomic_files import write_json_atomic
 from edgebench.backends.registry import get_backend
 from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
@@ -19,6 +18,7 @@ from edgebench.models.spec import ModelSpec
 from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
+from edgebench.results.row import IdleBaseline, RowParts
 from edgebench.results.row_files import write_row_files
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
 from edgebench.runner.load import load_fields, slo_fields
@@ -42,27 +42,6 @@ def calibration_label(sidecar: dict[str, Any]) -> str | None:
             + (f", sha256 {sha}" if sha else "") + ")" + "".join(f"; {n}" for n in notes))
 
 
-def base_row(cfg: RunConfig, run_id: str, index: int) -> dict[str, Any]:
-    return {
-        "edgebench_version": __version__,
-        "run_id": run_id,
-        "row_index": index,
-        "config_hash": cfg.config_hash(),
-        "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": cfg.model,
-        "backend": cfg.backend,
-        "precision": cfg.precision,
-        "batch": cfg.batch,
-        "instances": cfg.instances,
-        "mode": cfg.mode,
-        "placement": cfg.placement,
-        "threads_per_instance": cfg.threads_per_instance,
-        "power_mode": cfg.power_mode,
-        "scenario": cfg.scenario,
-        "gpu_sharing": cfg.gpu_sharing if cfg.uses_gpu else None,
-    }
-
-
 def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[str, Any]:
     """tensor_core_time_pct and a short evidence string (the top kernels by time) for the row."""
     if not kernels:
@@ -77,17 +56,17 @@ def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[st
 
 
 def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
-            idle_power_w: float | None = None) -> dict[str, Any]:
-    """Measure one config; returns the row fields beyond base_row. Raises EdgebenchError on bad input."""
+            idle_power_w: float | None = None) -> RowParts:
+    """Measure one config; returns the parts of its row beyond the identity (the sweep adds that; results.row
+    assembles them). Raises EdgebenchError on bad input."""
 
     spec = models.spec(cfg.model)
     artifact = models.variant(spec, cfg.precision)
     backend = get_backend(cfg.backend)
     prepared = backend.prepare(cfg, artifact, models.artifacts)
-    row: dict[str, Any] = {
+    parts = RowParts(setup={
         "weights": _weights_cell(spec, artifact),
         "onnx_sha256": artifact.sha256,
-        "provider": prepared.info.get("provider", ""),
         "artifact_dir": str(row_dir.relative_to(row_dir.parent.parent)),
         "options": ";".join(f"{k}={v}" for k, v in cfg.options),
         "accuracy_samples": cfg.accuracy_samples or None,
@@ -95,18 +74,18 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         "calibration_source": calibration_label(artifact.sidecar) if cfg.precision == "int8" else None,
         "input_shapes": prepared_input_shapes(prepared, cfg.batch),
         "batch_note": batch_note(spec, cfg.batch),
-    }
-    # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence);
-    # a kernel profile, when run, replaces the engine's tensor_core_evidence below
-    row.update(prepared.info.get("row_fields", {}))
+    })
+    # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence)
+    parts.backend = {"provider": prepared.info.get("provider", ""), **prepared.info.get("row_fields", {})}
     acc_in = None
     labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
     if labelled is not None:
         acc_in = {spec.input_name: labelled.inputs}
-        row.update(accuracy_samples=len(labelled.labels), **labelled.row_fields())
+        parts.setup["accuracy_samples"] = len(labelled.labels)
+        parts.labelled = labelled.row_fields()
     elif cfg.accuracy_samples > 0:
         acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
-        row["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
+        parts.setup["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
     samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
@@ -116,66 +95,48 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
     if labelled is not None:
         write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
+    parts.verdict.sharing_notes = list(sharing.notes)
     if outcome.status != "ok":
-        row.update(status="failed", reason="; ".join([outcome.reason, *sharing.notes]))
+        parts.verdict.failure = outcome.reason
         if cfg.slo_ms is not None:
-            row.update(slo_ms=cfg.slo_ms, slo_met=False, slo_verdict="failed")
-        return row
+            failed = {"slo_ms": cfg.slo_ms, "slo_met": False, "slo_verdict": "failed"}
+            parts.slo = lambda _status, _reason: (failed, "")
+        return parts
 
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
-    status, reason = judge(summary, cfg)
+    parts.verdict.judged = judge(summary, cfg)
     lat = summary.latency_ms
-    row.update(
-        status=status,
-        reason=reason,
-        throughput_ips=summary.throughput_ips,
-        window_s=summary.window_s,
-        inferences=summary.inferences,
-        samples=summary.samples,
-        per_instance_ips=";".join(f"{v:.6g}" for v in summary.per_instance_ips),
-        stability_pct=summary.stability_pct,
-        latency_ms_mean=lat.get("mean"),
-        latency_ms_p50=lat.get("p50"),
-        latency_ms_p90=lat.get("p90"),
-        latency_ms_p95=lat.get("p95"),
-        latency_ms_p99=lat.get("p99"),
-        latency_ms_max=lat.get("max"),
-        latency_ms_min=lat.get("min"),
-    )
-    row.update(telemetry_fields(outcome.timelines, summary.window_start_ns, summary.window_end_ns))
-    if row.get("energy_j") is not None and summary.samples:
-        row["energy_per_inference_mj"] = row["energy_j"] * 1000.0 / summary.samples
-        if idle_power_w is not None and row.get("power_w_mean") is not None and idle_applies(row, samplers):
-            row["power_w_idle"] = idle_power_w
-            dynamic_j = (row["power_w_mean"] - idle_power_w) * summary.window_s
-            row["energy_per_inference_dynamic_mj"] = dynamic_j * 1000.0 / summary.samples
-    if faults := telemetry_faults(outcome.timelines):
-        row["status"] = "invalid"
-        row["reason"] = "; ".join(r for r in (row["reason"], *faults) if r)
-    if row.get("throttled"):
-        row["status"] = "invalid"
-        row["reason"] = "; ".join(r for r in (row["reason"], f"device throttled: {row['throttle_reasons']}") if r)
-    if sharing.notes:
-        row["reason"] = "; ".join(r for r in (row["reason"], *sharing.notes) if r)
-
-    row.update(load_fields(cfg, outcome.instances, summary))
+    parts.metrics = {
+        "throughput_ips": summary.throughput_ips,
+        "window_s": summary.window_s,
+        "inferences": summary.inferences,
+        "samples": summary.samples,
+        "per_instance_ips": ";".join(f"{v:.6g}" for v in summary.per_instance_ips),
+        "stability_pct": summary.stability_pct,
+        **{f"latency_ms_{k}": lat.get(k) for k in ("mean", "p50", "p90", "p95", "p99", "max", "min")},
+    }
+    parts.telemetry = [(tl.source, telemetry_fields([tl], summary.window_start_ns, summary.window_end_ns))
+                       for tl in outcome.timelines]
+    if idle_power_w is not None:
+        parts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
+    parts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
+    parts.load = load_fields(cfg, outcome.instances, summary)
     if cfg.slo_ms is not None:  # met / missed / unmeasured (too few inferences for a p99 is never a miss)
-        slo, note = slo_fields(cfg, outcome.instances, summary, row["status"], row["reason"])
-        row.update(slo)
-        row["reason"] = "; ".join(r for r in (row["reason"], note) if r)
+        parts.slo = lambda status, reason: slo_fields(cfg, outcome.instances, summary, status, reason)
     if cfg.kernel_profile_steps > 0:
-        row.update(kernel_fields(outcome.kernels, outcome.kernels_note))
+        parts.kernels = kernel_fields(outcome.kernels, outcome.kernels_note)
     if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv
-        row["reason"] = "; ".join(r for r in (row["reason"], layer_profile_note(prepared, row_dir)) if r)
+        parts.verdict.layer_profile_note = layer_profile_note(prepared, row_dir)
     if acc_in is not None and outcome.accuracy_outputs:
-        row.update(accuracy_fields(spec, models, acc_in, outcome.accuracy_outputs, cfg.seed, row["reason"]))
+        parts.accuracy, parts.verdict.accuracy_notes = accuracy_part(spec, models, acc_in, outcome.accuracy_outputs,
+                                                                     cfg.seed)
     if labelled is not None and outcome.accuracy_outputs:
         try:
-            row.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
+            parts.labelled.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
         except ValueError as exc:
-            row["reason"] = "; ".join(r for r in (row["reason"], f"accuracy vs labels not scored: {exc}") if r)
-        row["reason"] = "; ".join(r for r in (row["reason"], *labelled.notes()) if r)
-    return row
+            parts.verdict.labels_note = f"accuracy vs labels not scored: {exc}"
+        parts.verdict.accuracy_notes += labelled.notes()  # skipped images, empty class folders, no reserve
+    return parts
 
 
 def layer_profile_note(prepared: Any, row_dir: Path) -> str:
@@ -198,8 +159,18 @@ def _weights_cell(spec: ModelSpec, artifact: Any) -> str:
 
 def accuracy_fields(spec: ModelSpec, models: ModelCache, feeds: dict[str, np.ndarray],
                     outputs: dict[str, np.ndarray], seed: int, reason: str) -> dict[str, Any]:
-    """Per-output accuracy vs the FP32 reference. The measurement is already done: any failure here (e.g. the
-    reference runtime rejecting the inputs) is stated in the reason and never costs the row."""
+    """accuracy_part's columns with its notes joined onto `reason` (as "reason"): the accuracy of a row whose
+    reason so far is `reason`."""
+    fields, notes = accuracy_part(spec, models, feeds, outputs, seed)
+    if notes:
+        fields = {**fields, "reason": "; ".join(r for r in (reason, *notes) if r)}
+    return fields
+
+
+def accuracy_part(spec: ModelSpec, models: ModelCache, feeds: dict[str, np.ndarray],
+                  outputs: dict[str, np.ndarray], seed: int) -> tuple[dict[str, Any], list[str]]:
+    """Per-output accuracy vs the FP32 reference, and notes for the reason. The measurement is already done: any
+    failure here (e.g. the reference runtime rejecting the inputs) is a note and never costs the row."""
 
     try:
         reference = models.references(spec, feeds, seed)
@@ -207,12 +178,9 @@ def accuracy_fields(spec: ModelSpec, models: ModelCache, feeds: dict[str, np.nda
         agreements = compare_outputs(_by_name(outputs, reference), reference, num_classes)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own types (InvalidArgument, Fail, ...)
         text = " ".join(str(exc).split())[:300]
-        return {"reason": "; ".join(r for r in (reason, f"accuracy not compared: {type(exc).__name__}: {text}") if r)}
-    fields = row_fields(agreements)
+        return {}, [f"accuracy not compared: {type(exc).__name__}: {text}"]
     skipped = [a.text() for a in agreements if a.note]
-    if skipped:
-        fields["reason"] = "; ".join(r for r in (reason, "accuracy not compared for " + "; ".join(skipped)) if r)
-    return fields
+    return row_fields(agreements), (["accuracy not compared for " + "; ".join(skipped)] if skipped else [])
 
 
 def _by_name(outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

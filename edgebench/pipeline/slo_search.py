@@ -182,18 +182,15 @@ def monotonic_note(probes: list[Probe], slo_ms: float) -> str | None:
             "so the answer may be off; read the probes")
 
 
-def _as_probe(streams: int, row: dict[str, Any]) -> Probe:
-    """A probe from a row, either just written (typed values) or read back from results.csv (text)."""
-    p99 = row.get("latency_ms_p99")
-    p99_ms = float(p99) if p99 not in (None, "") else None
-    status = str(row.get("status", ""))
-    verdict = str(row.get("slo_verdict") or "")
+def probe_of(streams: int, row: dict[str, Any]) -> Probe:
+    """A probe from a typed row (results.reader): one just assembled, or one of store.records()."""
+    status = row.get("status") or ""
+    verdict = row.get("slo_verdict") or ""
     if status == "skipped":
         verdict = "skipped"
     elif not verdict:  # a row written before slo_verdict existed
-        met = row.get("slo_met")
-        verdict = "met" if met is True or met == "true" else "missed"
-    return Probe(streams, verdict, p99_ms, status, str(row.get("reason") or ""))
+        verdict = "met" if row.get("slo_met") is True else "missed"
+    return Probe(streams, verdict, row.get("latency_ms_p99"), status, row.get("reason") or "")
 
 
 def probe_config(base: RunConfig, streams: int, threads: int) -> RunConfig:
@@ -232,9 +229,9 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
             written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
                                 idle_power_w=idle_power_w, on_start=on_start)
             if written:
-                return _as_probe(n, written[0])
-            done = [r for r in store.rows() if r.get("config_hash") == cfg.config_hash()]
-            return _as_probe(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
+                return probe_of(n, written[0])
+            done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]
+            return probe_of(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
 
         result = search_max_streams(probe, max_streams, start)
         if (note := monotonic_note(result.probes, base.slo_ms)) is not None:

@@ -4,7 +4,8 @@ One row is appended (and fsynced) as soon as it is known; a config that fails be
 `failed` row with its reason and the sweep goes on. Per-row details (latencies, telemetry,
 artifact sidecars) go to runs/<run-id>/rows/<index>-<config_hash>/.
 
-The loop only: pipeline/execute.py measures one config, pipeline/model_cache.py holds what rows share.
+The loop only: pipeline/execute.py measures one config and hands over the parts of its row, results/row.py
+assembles them (one writer per column), pipeline/model_cache.py holds what rows share.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
 from edgebench.errors import EdgebenchError
-from edgebench.pipeline.execute import base_row, execute
+from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
+from edgebench.results.row import RowParts, Verdict, assemble_row, identity
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
@@ -67,27 +69,48 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             if on_row:
                 on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label()})
             continue
-        row = base_row(cfg, run_dir.name, next_index)
+        ident = identity(cfg, run_dir.name, next_index)
+        row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
         if p.skip_reason is not None:
-            row.update(status="skipped", reason=p.skip_reason)
+            parts = RowParts(ident, verdict=Verdict(skip_reason=p.skip_reason))
         else:
-            row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
             if on_start:
                 on_start(i, len(planned), cfg)
-            try:
-                if (effective := power.switch(cfg.power_mode)) is not None:
-                    row["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
-                row.update(execute(cfg, profile, models, row_dir, idle_power_w))
-            except EdgebenchError as exc:
-                row.update(status="failed", reason=str(exc))
-            except Exception as exc:  # an internal bug must not cost the sweep its other rows
-                row_dir.mkdir(parents=True, exist_ok=True)
-                (row_dir / "error.txt").write_text(traceback.format_exc())
-                row.update(status="failed", reason=f"internal error {type(exc).__name__}: {exc} "
-                                                   f"(traceback in {row_dir / 'error.txt'})")
+            parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power)
+        row = _assemble(parts, row_dir)
         store.append(row)
         written.append(row)
         next_index += 1
         if on_row:
             on_row(i, len(planned), row)
     return written
+
+
+def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, ident: dict[str, Any],
+             idle_power_w: float | None, power: Any) -> RowParts:
+    """The parts of one measured config's row; a failure is a failed row's parts (the sweep goes on)."""
+    try:
+        if (effective := power.switch(cfg.power_mode)) is not None:
+            ident["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
+        parts = execute(cfg, profile, models, row_dir, idle_power_w)
+        parts.identity = ident
+        return parts
+    except EdgebenchError as exc:
+        return RowParts(ident, verdict=Verdict(failure=str(exc)))
+    except Exception as exc:  # an internal bug must not cost the sweep its other rows
+        return RowParts(ident, verdict=Verdict(failure=_internal_error(exc, row_dir)))
+
+
+def _assemble(parts: RowParts, row_dir: Path) -> dict[str, Any]:
+    """The row of `parts`; a row that cannot be assembled (two writers of a column, a wrong type: a bug) is a
+    failed row that says so, and the sweep goes on."""
+    try:
+        return assemble_row(parts)
+    except ValueError as exc:
+        return assemble_row(RowParts(parts.identity, verdict=Verdict(failure=_internal_error(exc, row_dir))))
+
+
+def _internal_error(exc: BaseException, row_dir: Path) -> str:
+    row_dir.mkdir(parents=True, exist_ok=True)
+    (row_dir / "error.txt").write_text(traceback.format_exc())
+    return f"internal error {type(exc).__name__}: {exc} (traceback in {row_dir / 'error.txt'})"

@@ -13,21 +13,21 @@ from collections import defaultdict
 from typing import Any
 
 from edgebench.report.table_format import Col, Table, precision_rank
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 GROUP_KEYS = ("model", "weights", "backend", "options", "precision")
 
 
-def _median(rows: list[dict[str, str]], key: str) -> float | None:
-    values = [v for r in rows if (v := num(r, key)) is not None]
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [v for r in rows if (v := r.get(key)) is not None]
     return statistics.median(values) if values else None
 
 
 def accuracy_records(run: Run) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for row in run.rows:
-        if row.get("status") in ("ok", "invalid") and num(row, "accuracy_top1_pct") is not None:
-            groups[tuple(row.get(k, "") or "" for k in GROUP_KEYS)].append(row)
+        if row.get("status") in ("ok", "invalid") and row.get("accuracy_top1_pct") is not None:
+            groups[tuple(row.get(k) or "" for k in GROUP_KEYS)].append(row)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], k[2], k[3], precision_rank(k[4]))):
         rows = groups[key]
@@ -35,8 +35,8 @@ def accuracy_records(run: Run) -> list[dict[str, Any]]:
                                    accuracy_top1_pct=_median(rows, "accuracy_top1_pct"),
                                    accuracy_top5_pct=_median(rows, "accuracy_top5_pct"),
                                    accuracy_top1_agreement_pct=_median(rows, "accuracy_top1_agreement_pct"),
-                                   accuracy_samples=int(num(rows[0], "accuracy_samples") or 0) or None,
-                                   calibration=rows[0].get("calibration_source", "") or "")
+                                   accuracy_samples=rows[0].get("accuracy_samples") or None,
+                                   calibration=rows[0].get("calibration_source") or "")
         out.append(rec)
     fp32 = {(r["model"], r["weights"], r["backend"], r["options"]): r["accuracy_top1_pct"]
             for r in out if r["precision"] == "fp32"}

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from edgebench.report.figure import (
     FigureData,
@@ -16,7 +17,7 @@ from edgebench.report.figure import (
     set_x_axis,
 )
 from edgebench.report.table_format import precision_rank
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 BATCH_FACET = ("model", "backend", "instances", "mode", "options", "power_mode")  # power_mode: Jetson nvpmodel
 
@@ -31,9 +32,9 @@ def _vs_batch(runs: list[Run], prefix: str, metrics: list[tuple[str, str, str, s
         fig = FigureData(facet_slug(prefix, BATCH_FACET, values), f"{what}: {facet_title(BATCH_FACET, values, members)}",
                          "batch (images per inference)", [y_label])
         fig.counts, fig.caption = count_caption(members)
-        by_series: dict[tuple, list[dict[str, str]]] = defaultdict(list)
+        by_series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
         for run, row in members:
-            by_series[(run.label if multi else "", row.get("precision", ""))].append(row)
+            by_series[(run.label if multi else "", row.get("precision") or "")].append(row)
         markers = "os^Dvp*"
         run_marker = {r.label: markers[i % len(markers)] for i, r in enumerate(runs)}
         run_style = {r.label: ("-", "--", "-.", ":")[i % 4] for i, r in enumerate(runs)}
@@ -86,8 +87,8 @@ def latency_vs_batch(runs: list[Run]) -> list[FigureData]:
 
 def energy_vs_batch(runs: list[Run]) -> list[FigureData]:
     rows = [row for run in runs for row in run.rows]
-    if not any(num(r, "energy_per_inference_mj") is not None for r in rows):
-        sources = sorted({r.get("energy_source", "") for r in rows if r.get("energy_source")})
+    if not any(r.get("energy_per_inference_mj") is not None for r in rows):
+        sources = sorted({r.get("energy_source") or "" for r in rows if r.get("energy_source")})
         why = "; ".join(sources) if sources else "no energy_source recorded"
         return [FigureData("energy_vs_batch", "Energy per inference", "batch (images per inference)",
                            ["energy per image (mJ)"],

@@ -14,24 +14,24 @@ from collections import defaultdict
 from typing import Any
 
 from edgebench.report.table_format import Col, Table, precision_rank
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 COMPARE_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "options", "power_mode")
 
 
-def _median_ok(rows: list[dict[str, str]], column: str) -> float | None:
-    vals = [v for r in rows if r.get("status") == "ok" and (v := num(r, column)) is not None]
+def _median_ok(rows: list[dict[str, Any]], column: str) -> float | None:
+    vals = [v for r in rows if r.get("status") == "ok" and (v := r.get(column)) is not None]
     return statistics.median(vals) if vals else None
 
 
 def cross_run_records(runs: list[Run]) -> tuple[list[dict[str, Any]], int]:
     """(records, configurations measured in only one run and therefore left out)."""
-    per_key: dict[tuple, dict[int, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    per_key: dict[tuple, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for i, run in enumerate(runs):
         for row in run.rows:
             if row.get("status") == "skipped":
                 continue
-            per_key[tuple(row.get(k, "") for k in COMPARE_KEYS)][i].append(row)
+            per_key[tuple(row.get(k) or "" for k in COMPARE_KEYS)][i].append(row)
     records = []
     single = 0
     order = sorted(per_key, key=lambda k: (k[0], k[1], k[5], k[6], int(k[4] or 0), precision_rank(k[2]), int(k[3] or 0)))
@@ -50,7 +50,7 @@ def cross_run_records(runs: list[Run]) -> tuple[list[dict[str, Any]], int]:
             rec.update(
                 batch=int(key[3]) if key[3] else None, instances=int(key[4]) if key[4] else None,
                 run=run.label, reference="yes" if i == 0 else "",
-                placement=rows[0].get("placement", "") if rows else "",
+                placement=rows[0].get("placement") or "" if rows else "",
                 ok_all=f"{sum(r.get('status') == 'ok' for r in rows)}/{len(rows)}" if rows else "not run",
                 throughput_ips_median=tput, energy_per_inference_mj_median=energy,
                 throughput_ratio=tput / ref_tput if tput is not None and ref_tput else None,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9._+]+")
 
@@ -83,30 +83,31 @@ def facet_slug(prefix: str, keys: tuple[str, ...], values: tuple) -> str:
 # ------------------------------------------------------------------------------------ faceting rows
 
 
-def facets(runs: list[Run], keys: tuple[str, ...]) -> dict[tuple, list[tuple[Run, dict[str, str]]]]:
+def facets(runs: list[Run], keys: tuple[str, ...]) -> dict[tuple, list[tuple[Run, dict[str, Any]]]]:
     """Rows of every run grouped by their values of `keys` (one figure per group), in a stable order."""
-    out: dict[tuple, list[tuple[Run, dict[str, str]]]] = defaultdict(list)
+    out: dict[tuple, list[tuple[Run, dict[str, Any]]]] = defaultdict(list)
     for run in runs:
         for row in run.rows:
-            out[tuple(row.get(k, "") for k in keys)].append((run, row))
+            out[tuple(row.get(k) or "" for k in keys)].append((run, row))
     return dict(sorted(out.items(), key=lambda kv: tuple(str(v).zfill(6) for v in kv[0])))
 
 
-def series_from_rows(label: str, rows: list[dict[str, str]], x_col: str, y_col: str) -> tuple[Series, int]:
+def series_from_rows(label: str, rows: list[dict[str, Any]], x_col: str, y_col: str) -> tuple[Series, int]:
     """(series of every non-skipped row, number of ok/invalid rows whose y cell is empty)."""
     s = Series(label)
     empty = 0
     ok_by_x: dict[float, list[float]] = defaultdict(list)
     for row in rows:
-        status = row.get("status", "")
-        x = num(row, x_col)
+        status = row.get("status") or ""
+        x = row.get(x_col)
         if status == "skipped" or x is None:
             continue
-        y = None if status == "failed" else num(row, y_col)
+        y = None if status == "failed" else row.get(y_col)
         if y is None and status != "failed":
             empty += 1
             continue
-        s.points.append(Point(x, y, status, row.get("row_index", ""), row.get("reason", "")))
+        index = row.get("row_index")
+        s.points.append(Point(x, y, status, "" if index is None else str(index), row.get("reason") or ""))
         if status == "ok" and y is not None:
             ok_by_x[x].append(y)
     s.points.sort(key=lambda p: p.x)
@@ -115,14 +116,14 @@ def series_from_rows(label: str, rows: list[dict[str, str]], x_col: str, y_col: 
     return s, empty
 
 
-def count_caption(members: list[tuple[Run, dict[str, str]]]) -> tuple[dict[str, int], list[str]]:
+def count_caption(members: list[tuple[Run, dict[str, Any]]]) -> tuple[dict[str, int], list[str]]:
     """(rows by status, caption lines counting them and naming why rows were skipped)."""
     counts: dict[str, int] = defaultdict(int)
     skipped: dict[str, int] = defaultdict(int)
     for _run, row in members:
-        counts[row.get("status", "")] += 1
+        counts[row.get("status") or ""] += 1
         if row.get("status") == "skipped":
-            skipped[row.get("reason", "") or "no reason given"] += 1
+            skipped[row.get("reason") or "no reason given"] += 1
     parts = [f"ok {counts.get('ok', 0)}", f"invalid {counts.get('invalid', 0)} (hollow markers)",
              f"failed {counts.get('failed', 0)} (x on the axis: no value)", f"skipped {counts.get('skipped', 0)}"]
     caption = ["rows: " + ", ".join(parts)]
@@ -138,13 +139,13 @@ def set_x_axis(figure: FigureData, xs: set[float]) -> None:
         figure.x_log = True
 
 
-def facet_title(keys: tuple[str, ...], values: tuple, members: list[tuple[Run, dict[str, str]]]) -> str:
+def facet_title(keys: tuple[str, ...], values: tuple, members: list[tuple[Run, dict[str, Any]]]) -> str:
     parts = []
     for k, v in zip(keys, values):
         if v == "" or k == "options" and not v:
             continue
         parts.append(f"{v} inst." if k == "instances" else f"batch {v}" if k == "batch" else str(v))
-    placements = sorted({row.get("placement", "") for _r, row in members if row.get("placement")})
+    placements = sorted({row.get("placement") or "" for _r, row in members if row.get("placement")})
     if len(placements) == 1:
         parts.append(placements[0])
     return ", ".join(parts)

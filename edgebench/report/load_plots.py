@@ -22,7 +22,7 @@ from edgebench.report.figure import (
     series_from_rows,
     set_x_axis,
 )
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 LOAD_FACET = ("model", "backend", "precision", "batch", "mode", "gpu_sharing", "rate_per_stream_hz", "options")
 OPEN_LOOP = ("fixed-rate", "slo-search")
@@ -61,7 +61,7 @@ def latency_vs_load_compared(runs: list[Run]) -> list[FigureData]:
                 s.color_key = label
                 fig.series.append(s)
         xs = {p.x for s in fig.series for p in s.points}
-        slos = sorted({v for row in rows if (v := num(row, "slo_ms")) is not None})
+        slos = sorted({v for row in rows if (v := row.get("slo_ms")) is not None})
         for slo in slos:
             ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
             ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
@@ -95,16 +95,16 @@ def _per_variant(runs: list[Run]) -> list[FigureData]:
                 s.color_key, s.linestyle, s.marker = label, style, marker
                 fig.series.append(s)
         xs = {p.x for s in fig.series for p in s.points}
-        slos = sorted({v for row in rows if (v := num(row, "slo_ms")) is not None})
+        slos = sorted({v for row in rows if (v := row.get("slo_ms")) is not None})
         for slo in slos:
             ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
             ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
             fig.references.append(ref)
         rates: dict[float, list[str]] = defaultdict(list)
-        for row in sorted(rows, key=lambda r: num(r, "instances") or 0):
-            n, offered, achieved = num(row, "instances"), num(row, "offered_rate_hz"), num(row, "achieved_rate_hz")
+        for row in sorted(rows, key=lambda r: r.get("instances") or 0):
+            n, offered, achieved = row.get("instances"), row.get("offered_rate_hz"), row.get("achieved_rate_hz")
             if n is not None and offered is not None and achieved is not None:
-                met = {"true": ", SLO met", "false": ", SLO missed"}.get(row.get("slo_met", ""), "")
+                met = {True: ", SLO met", False: ", SLO missed"}.get(row.get("slo_met"), "")
                 rates[n].append(f"{n:g}: {achieved:.4g}/{offered:.4g}{met}")
         if rates:
             fig.caption.append("streams: achieved/offered inferences per second: "

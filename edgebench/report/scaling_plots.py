@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from edgebench.report.figure import (
     FigureData,
@@ -14,7 +15,7 @@ from edgebench.report.figure import (
     series_from_rows,
     set_x_axis,
 )
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 SCALING_FACET = ("model", "backend", "precision", "batch", "mode", "options", "power_mode")
 
@@ -24,7 +25,7 @@ def throughput_vs_instances(runs: list[Run]) -> list[FigureData]:
     linear-scaling line from the median ok throughput at the fewest instances, per run."""
     figures = []
     for values, members in facets(runs, SCALING_FACET).items():
-        counts = {num(row, "instances") for _r, row in members if row.get("status") != "skipped"}
+        counts = {row.get("instances") for _r, row in members if row.get("status") != "skipped"}
         counts.discard(None)
         if len(counts) < 2:
             continue
@@ -32,7 +33,7 @@ def throughput_vs_instances(runs: list[Run]) -> list[FigureData]:
                          f"Scaling: {facet_title(SCALING_FACET, values, [])}", "concurrent instances",
                          ["throughput (images/s)"])
         fig.counts, fig.caption = count_caption(members)
-        by_run: dict[str, list[dict[str, str]]] = defaultdict(list)
+        by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for run, row in members:
             by_run[run.label].append(row)
         for i, (label, rows) in enumerate(by_run.items()):

@@ -8,13 +8,15 @@ and the answer rests on an assumption the probes contradict (the note says where
 
 from __future__ import annotations
 
-import csv
 from typing import Any
 
 from edgebench.report.table_format import Col, Table
-from edgebench.results.runs import Run, num
+from edgebench.results.reader import read_table
+from edgebench.results.runs import Run
 
 SLO_FILE = "slo_search.csv"
+# the numbers of slo_search.csv (pipeline.slo_search.SEARCH_COLUMNS); its other cells stay text as written
+SEARCH_TYPES = {"rate_per_stream_hz": float, "slo_ms": float, "p99_ms_at_max": float, "p99_ms_at_first_miss": float}
 
 
 def slo_records(run: Run) -> list[dict[str, Any]]:
@@ -22,17 +24,14 @@ def slo_records(run: Run) -> list[dict[str, Any]]:
     path = run.path / SLO_FILE
     if not path.exists():
         return []
-    with open(path, newline="") as fh:
-        lines = list(csv.DictReader(fh))
+    lines = read_table(path, types=SEARCH_TYPES)
     out = []
     for line in lines:
         rec: dict[str, Any] = dict(line, run=run.label)
         rec["options"] = line.get("options") or "default"
         rec["gpu_sharing"] = line.get("gpu_sharing") or "time-slicing"
         rec["answer"] = line.get("answer") or ("at least " if line.get("capped_at_max_streams") == "true" else "") \
-            + str(line.get("max_streams_under_slo", ""))
-        for key in ("rate_per_stream_hz", "slo_ms", "p99_ms_at_max", "p99_ms_at_first_miss"):
-            rec[key] = num(line, key)
+            + str(line.get("max_streams_under_slo") or "")
         out.append(rec)
     return out
 

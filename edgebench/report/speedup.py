@@ -15,6 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from edgebench.results.reader import read_table, typed_row
+
 # power_mode (Jetson nvpmodel): rows of different power modes are different configurations, not repeats
 GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options", "power_mode")
 COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ips_median", "throughput_ips_min",
@@ -23,34 +25,32 @@ COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ip
 BASELINE = "fp32"
 
 
-def _num(value: Any) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _key(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records of the speedup table from result rows (typed, or text cells: results.reader.typed_row reads both)."""
     groups: dict[tuple, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
+    for row in map(typed_row, rows):
         if row.get("status") == "skipped":
             continue
-        key = tuple(str(row.get(k, "")) for k in GROUP_KEYS)
+        key = tuple(_key(row.get(k)) for k in GROUP_KEYS)
         groups[key][str(row["precision"])].append(row)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], int(k[2] or 0), int(k[3] or 0), *k[4:])):
         by_prec = groups[key]
         base = [t for r in by_prec.get(BASELINE, []) if r.get("status") == "ok"
-                and (t := _num(r.get("throughput_ips"))) is not None]
+                and (t := r.get("throughput_ips")) is not None]
         for precision, prows in by_prec.items():
             ok = [r for r in prows if r.get("status") == "ok"]
-            tput = [t for r in ok if (t := _num(r.get("throughput_ips"))) is not None]
-            tc = [v for r in ok if (v := _num(r.get("tensor_core_time_pct"))) is not None]
-            energy = [v for r in ok if (v := _num(r.get("energy_per_inference_mj"))) is not None]
+            tput = [t for r in ok if (t := r.get("throughput_ips")) is not None]
+            tc = [v for r in ok if (v := r.get("tensor_core_time_pct")) is not None]
+            energy = [v for r in ok if (v := r.get("energy_per_inference_mj")) is not None]
             rec: dict[str, Any] = dict(zip(GROUP_KEYS, key))
             rec.update(precision=precision, repeats_ok=len(tput), repeats_all=len(prows),
                        throughput_ips_median=_median(tput), throughput_ips_min=min(tput, default=None),
@@ -72,11 +72,8 @@ def per_run_speedup_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
 
 
 def read_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for run_dir in run_dirs:
-        with open(Path(run_dir) / "results.csv", newline="") as fh:
-            rows.extend(csv.DictReader(fh))
-    return rows
+    """Typed rows of every run's results.csv (results.reader)."""
+    return [row for run_dir in run_dirs for row in read_table(Path(run_dir) / "results.csv")]
 
 
 def _cell(value: Any, digits: int = 3) -> str:
@@ -109,7 +106,7 @@ def to_markdown(records: list[dict[str, Any]]) -> str:
     for r in records:
         rng = (f"{_cell(r['speedup_min'])}..{_cell(r['speedup_max'])}" if r["speedup_min"] is not None else "")
         lines.append("| " + " | ".join([
-            *([str(r.get("run", ""))] if with_run else []),
+            *([str(r.get("run") or "")] if with_run else []),
             r["model"], r["backend"], r["batch"], r["instances"], r["mode"], r["options"] or "-", r["precision"],
             f"{r['repeats_ok']}/{r['repeats_all']}", _cell(r["throughput_ips_median"], 4),
             _cell(r["speedup_vs_fp32"]), rng, _cell(r["tensor_core_time_pct_median"]),

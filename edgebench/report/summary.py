@@ -80,13 +80,13 @@ def _system_lines(run: Run) -> list[str]:
     git = s.get("git") or {}
     lines = [
         f"device: {run.device()}",
-        f"host: {s.get('hostname', '')} ({s.get('machine', '')}), OS: {os_rel}, kernel: {s.get('kernel', '')}",
+        f"host: {s.get('hostname') or ''} ({s.get('machine') or ''}), OS: {os_rel}, kernel: {s.get('kernel') or ''}",
         "board: " + (", ".join(f"{k}={v}" for k, v in board.items()) if board else
                      f"not recorded ({(s.get('unavailable') or {}).get('board', 'unknown why')})"),
-        f"CPU: {cpu.get('model', '')}, {cpu.get('usable_cores', '?')} usable cores, "
+        f"CPU: {cpu.get('model') or ''}, {cpu.get('usable_cores', '?')} usable cores, "
         f"governor {cpu.get('governor') or 'not readable'}",
         f"memory: {(s.get('memory') or {}).get('total_mib', '?')} MiB",
-        f"edgebench {s.get('edgebench_version', '?')}, git {str(git.get('commit', ''))[:12]}"
+        f"edgebench {s.get('edgebench_version', '?')}, git {str(git.get('commit') or '')[:12]}"
         + (" (dirty)" if git.get("dirty") else "") + f", Python {(s.get('python') or {}).get('version', '?')}",
         "packages: " + ", ".join(f"{k} {v}" for k, v in sorted((s.get("packages") or {}).items()) if v),
         "ONNX Runtime providers: " + ", ".join(s.get("onnxruntime_providers") or []),
@@ -102,7 +102,7 @@ def _reasons(run: Run) -> list[tuple[str, str, int, list[str]]]:
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for row in run.rows:
         if row.get("status") != "ok":
-            groups[(row.get("status", ""), row.get("reason", "") or "(no reason given)")].append(row.get("row_index", ""))
+            groups[(row.get("status") or "", row.get("reason") or "(no reason given)")].append(str(row.get("row_index", "")))
     order = {s: i for i, s in enumerate(STATUSES)}
     return [(st, reason, len(idx), idx) for (st, reason), idx in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1]))]
 

@@ -84,7 +84,7 @@ class Table:
 
     def to_latex(self) -> str:
         cols = [c for c in self.columns if c.key != self.latex_notes_from and not c.csv_only]
-        letters: dict[str, str] = {}
+        letters: dict[str, Any] = {}
         body = []
         for rec in self.records:
             cells = []

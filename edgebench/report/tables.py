@@ -29,7 +29,7 @@ from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, lat
     latex_escape,
     precision_rank,
 )
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 
 def _multi(runs: list[Run]) -> bool:
@@ -41,9 +41,9 @@ def _has(records: list[dict[str, Any]], key: str) -> bool:
 
 
 def _row_sort_key(row: dict[str, Any]) -> tuple:
-    return (row.get("model", ""), row.get("backend", ""), row.get("mode", ""), row.get("options", ""),
-            int(num(row, "instances") or 0), precision_rank(row.get("precision", "")), int(num(row, "batch") or 0),
-            int(num(row, "row_index") or 0))
+    return (row.get("model") or "", row.get("backend") or "", row.get("mode") or "", row.get("options") or "",
+            int(row.get("instances") or 0), precision_rank(row.get("precision") or ""), int(row.get("batch") or 0),
+            int(row.get("row_index") or 0))
 
 
 # ---------------------------------------------------------------------------------------- results
@@ -55,16 +55,16 @@ def results_table(runs: list[Run]) -> Table:
         for row in sorted(run.rows, key=_row_sort_key):
             records.append({
                 "run": run.label, "row_index": row.get("row_index", ""),
-                "model": row.get("model", ""), "backend": row.get("backend", ""),
-                "precision": row.get("precision", ""), "batch": _int(row.get("batch")),
-                "instances": _int(row.get("instances")), "placement": row.get("placement", ""),
-                "mode": row.get("mode", ""), "options": row.get("options", ""),
-                "power_mode": row.get("power_mode", ""),
-                "throughput_ips": num(row, "throughput_ips"), "latency_ms_p50": num(row, "latency_ms_p50"),
-                "latency_ms_p99": num(row, "latency_ms_p99"), "power_w_mean": num(row, "power_w_mean"),
-                "energy_per_inference_mj": num(row, "energy_per_inference_mj"),
-                "accuracy_top1_agreement_pct": num(row, "accuracy_top1_agreement_pct"),
-                "status": row.get("status", ""), "reason": row.get("reason", ""),
+                "model": row.get("model") or "", "backend": row.get("backend") or "",
+                "precision": row.get("precision") or "", "batch": row.get("batch"),
+                "instances": row.get("instances"), "placement": row.get("placement") or "",
+                "mode": row.get("mode") or "", "options": row.get("options") or "",
+                "power_mode": row.get("power_mode") or "",
+                "throughput_ips": row.get("throughput_ips"), "latency_ms_p50": row.get("latency_ms_p50"),
+                "latency_ms_p99": row.get("latency_ms_p99"), "power_w_mean": row.get("power_w_mean"),
+                "energy_per_inference_mj": row.get("energy_per_inference_mj"),
+                "accuracy_top1_agreement_pct": row.get("accuracy_top1_agreement_pct"),
+                "status": row.get("status") or "", "reason": row.get("reason") or "",
             })
     cols = [Col("run", "Run")] if _multi(runs) else []
     cols += [Col("row_index", "Row"), Col("model", "Model"), Col("backend", "Backend"), Col("precision", "Precision"),
@@ -88,6 +88,7 @@ def results_table(runs: list[Run]) -> Table:
 
 
 def _int(value: Any) -> int | None:
+    """speedup_rows' group keys are text ("8"): the batch / instances of a speedup record as numbers."""
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -136,12 +137,12 @@ SCALING_KEYS = ("model", "backend", "precision", "batch", "mode", "options", "po
 def scaling_records(run: Run) -> list[dict[str, Any]]:
     """Per configuration with >= 2 instance counts: median ok throughput at each count and its efficiency
     = throughput(n) / (throughput(n0) * n / n0), n0 the fewest instances with an ok row."""
-    groups: dict[tuple, dict[int, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in run.rows:
-        n = _int(row.get("instances"))
+        n = row.get("instances")
         if n is None or row.get("status") == "skipped":
             continue
-        groups[tuple(row.get(k, "") for k in SCALING_KEYS)][n].append(row)
+        groups[tuple(row.get(k) or "" for k in SCALING_KEYS)][n].append(row)
     out = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], precision_rank(k[2]), int(k[3] or 0), k[4], k[5])):
         by_n = groups[key]
@@ -149,14 +150,14 @@ def scaling_records(run: Run) -> list[dict[str, Any]]:
             continue
         medians: dict[int, float | None] = {}
         for n, rows in by_n.items():
-            tput = [t for r in rows if r.get("status") == "ok" and (t := num(r, "throughput_ips")) is not None]
+            tput = [t for r in rows if r.get("status") == "ok" and (t := r.get("throughput_ips")) is not None]
             medians[n] = statistics.median(tput) if tput else None
         ok_ns = [n for n in sorted(by_n) if medians[n] is not None]
         n0 = ok_ns[0] if ok_ns else None
         for n in sorted(by_n):
             rows = by_n[n]
             rec: dict[str, Any] = dict(zip(SCALING_KEYS, key), run=run.label, batch=_int(key[3]), instances=n,
-                                       placement=rows[0].get("placement", ""),
+                                       placement=rows[0].get("placement") or "",
                                        ok_all=f"{sum(r.get('status') == 'ok' for r in rows)}/{len(rows)}",
                                        throughput_ips_median=medians[n], baseline_instances=n0,
                                        throughput_ips_per_instance=None, throughput_ips_linear=None,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.report.figure import FigureData, Series, slug
-from edgebench.results.runs import Run, num
+from edgebench.results.runs import Run
 
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
 _PER_CORE = re.compile(r"^cpu\d+_util_pct$")
@@ -59,18 +59,18 @@ def _overlap_window(row_dir: Path) -> tuple[int, int] | None:
     return (w0, w1) if w1 > w0 else None
 
 
-def power_timeline(run: Run, row: dict[str, str], tag: str = "") -> FigureData:
+def power_timeline(run: Run, row: dict[str, Any], tag: str = "") -> FigureData:
     """Power (W) and utilization (%) over the row's life, the measured window shaded."""
     idx = row.get("row_index", "")
     title = (f"Row {idx}: {row.get('model')} {row.get('backend')} {row.get('precision')} b{row.get('batch')} "
              f"x{row.get('instances')} {row.get('placement')} [{row.get('status')}]")
     fig = FigureData(slug("power_timeline", tag, f"row{str(idx).zfill(4)}"), title,
                      "time since measurement start (s)", ["power (W)", "utilization (%)"])
-    fig.counts = {row.get("status", ""): 1}
+    fig.counts = {row.get("status") or "": 1}
     if row.get("status") == "skipped":
-        fig.absent_reason = f"row {idx} was skipped ({row.get('reason', '')}): nothing ran"
+        fig.absent_reason = f"row {idx} was skipped ({row.get('reason') or ''}): nothing ran"
         return fig
-    art = row.get("artifact_dir", "")
+    art = row.get("artifact_dir") or ""
     row_dir = run.path / art if art else None
     if row_dir is None or not row_dir.is_dir():
         fig.absent_reason = f"row {idx}: no per-row folder ({art or 'artifact_dir empty'}) in {run.path}"
@@ -117,14 +117,14 @@ def power_timeline(run: Run, row: dict[str, str], tag: str = "") -> FigureData:
         fig.vlines.append(((end_ns - t0) / 1e9, "stop signalled"))
     if not power_seen:
         notes = [n for t in meta.get("telemetry", []) for n in t.get("notes", [])
-                 if "cost" not in n.lower()] or [row.get("energy_source", "") or "no power channel recorded"]
+                 if "cost" not in n.lower()] or [row.get("energy_source") or "no power channel recorded"]
         fig.caption.append("no power reading in " + ", ".join(p.name for p in files) + ": " + "; ".join(notes))
         fig.y_labels = ["utilization (%)"]
         fig.title += " - no power reading"
         for s in fig.series:
             s.panel = 0
     else:
-        mean = num(row, "power_w_mean")
+        mean = row.get("power_w_mean")
         fig.caption.append(f"power_w_mean over the window (results.csv): {mean:.4g} W" if mean is not None
                            else "power_w_mean empty in results.csv")
         if mean is not None and fig.spans:
@@ -133,7 +133,7 @@ def power_timeline(run: Run, row: dict[str, str], tag: str = "") -> FigureData:
             ref.line_x, ref.line_y = [x0, x1], [mean, mean]
             fig.references.append(ref)
     if row.get("status") != "ok":
-        fig.caption.append(f"row status {row.get('status')}: {row.get('reason', '')}")
+        fig.caption.append(f"row status {row.get('status')}: {row.get('reason') or ''}")
     if not fig.series:
         fig.absent_reason = (f"row {idx}: {', '.join(p.name for p in files)} hold no power (mW) or utilization (%) "
                              "channel")
@@ -151,7 +151,7 @@ def timeline_figures(runs: list[Run], max_rows: int | None = None) -> list[Figur
                                                 f"for its {len(run.rows)} rows"))
             continue
         drawn = 0
-        for row in sorted(run.rows, key=lambda r: int(num(r, "row_index") or 0)):
+        for row in sorted(run.rows, key=lambda r: int(r.get("row_index") or 0)):
             fig = power_timeline(run, row, f"run{i + 1}" if len(runs) > 1 else "")
             if fig.absent_reason is None:
                 if max_rows is not None and drawn >= max_rows:

@@ -1,21 +1,19 @@
 """Per-row files under runs/<id>/rows/<index>-<hash>/: latencies.csv.gz (every inference's timestamps), the telemetry
-timelines and row.json (config, outcome, phases, instances, artifact)."""
+timelines and row.json (config, outcome, phases, instances, artifact). `outcome` is the runner's RunOutcome, read by its
+attributes (results/ imports no runner)."""
 
 from __future__ import annotations
 
 import csv
 import gzip
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgebench.atomic_files import write_json_atomic
 from edgebench.config.run_config import RunConfig
 
-if TYPE_CHECKING:  # pragma: no cover
-    from edgebench.runner.orchestrator import RunOutcome
 
-
-def write_row_files(row_dir: Path, cfg: RunConfig, outcome: RunOutcome, artifact: Any, info: dict) -> None:
+def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict) -> None:
     row_dir.mkdir(parents=True, exist_ok=True)
     with gzip.open(row_dir / "latencies.csv.gz", "wt", newline="") as fh:
         w = csv.writer(fh)

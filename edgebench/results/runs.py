@@ -2,12 +2,11 @@
 
 A run folder is what `edgebench bench` writes (README "What a run writes"). Only results.csv is
 required; a missing or unreadable system.json / profile.yaml is stated in `Run.notes`, never guessed.
-Every row keeps its cells as strings ("" = not measured); `num()` turns one into a float or None.
+Rows are typed by results.reader (the schema's type per column; None = not measured).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import dataclass, field
@@ -15,28 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
+from edgebench.results.reader import read_table
 from edgebench.results.schema import STATUSES
 
 CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options")
 _GPU_NOTE = re.compile(r"nvml device \d+: ([^,;|]+)")
 
 
-def num(row: dict[str, Any], name: str) -> float | None:
-    """The float in row[name], or None when the cell is empty or not a number."""
-    value = row.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if out != out else out  # NaN -> None
-
-
 @dataclass
 class Run:
     path: Path
-    rows: list[dict[str, str]]
+    rows: list[dict[str, Any]]  # typed (results.reader): int, float, bool, str or None per column
     system: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
     label: str = ""
@@ -54,7 +42,7 @@ class Run:
         system = self.system or {}
         board = system.get("board") or {}
         for row in self.rows:
-            m = _GPU_NOTE.search(row.get("telemetry_notes", ""))
+            m = _GPU_NOTE.search(row.get("telemetry_notes") or "")
             if m:
                 return m.group(1).strip()
         if board.get("model"):
@@ -69,7 +57,7 @@ class Run:
     def status_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(STATUSES, 0)
         for row in self.rows:
-            status = row.get("status", "")
+            status = row.get("status") or ""
             counts[status] = counts.get(status, 0) + 1
         return counts
 
@@ -80,13 +68,7 @@ def load_run(path: Path | str) -> Run:
     results = path / "results.csv"
     if not results.exists():
         raise EdgebenchError(f"{path}: not a run folder (no results.csv)")
-    with open(results, newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in ("model", "backend", "precision", "batch", "status") if c not in (reader.fieldnames or [])]
-        if missing:
-            raise EdgebenchError(f"{results}: missing column(s) {', '.join(missing)}")
-        rows = [dict(r) for r in reader]
-    run = Run(path=path, rows=rows)
+    run = Run(path=path, rows=read_table(results, required=("model", "backend", "precision", "batch", "status")))
     system_path = path / "system.json"
     if system_path.exists():
         try:

@@ -12,7 +12,8 @@ per_instance_ips) counts samples per second, as does energy_per_inference_mj (pe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Column:
     name: str
     unit: str  # "" for labels and identifiers
     description: str
+    type: type = str  # int, float, str or bool; every column is nullable: None <-> an empty cell
 
 
 STATUSES = ("ok", "skipped", "failed", "invalid")
@@ -156,7 +158,25 @@ COLUMNS: list[Column] = [
     Column("edgebench_version", "", "edgebench version that wrote the row"),
 ]
 
+# --- the type of every column that is not text (str): what a writer must give and what the reader returns
+INT_COLUMNS = ("batch", "instances", "row_index", "threads_per_instance", "inferences", "samples",
+               "telemetry_samples", "accuracy_samples")
+FLOAT_COLUMNS = (
+    "throughput_ips", "latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "power_w_mean", "energy_per_inference_mj",
+    "window_s", "warmup_s", "latency_ms_min", "latency_ms_mean", "latency_ms_p95", "latency_ms_max", "stability_pct",
+    "power_w_max", "energy_j", "power_w_idle", "energy_per_inference_dynamic_mj", "telemetry_interval_s",
+    "cpu_util_pct_mean", "proc_cpu_pct_mean", "rss_mib_max", "mem_used_mib_max", "gpu_util_pct_mean",
+    "gpu_temp_c_max", "gpu_sm_clock_mhz_mean", "accuracy_top1_agreement_pct", "accuracy_max_abs_err",
+    "accuracy_cosine_min", "accuracy_top1_pct", "accuracy_top5_pct", "tensor_core_time_pct", "rate_per_stream_hz",
+    "offered_rate_hz", "achieved_rate_hz", "queue_ms_p99", "service_ms_p50", "slo_ms", "engine_build_s",
+)
+BOOL_COLUMNS = ("throttled", "slo_met")
+_TYPES: dict[str, type] = {**dict.fromkeys(INT_COLUMNS, int), **dict.fromkeys(FLOAT_COLUMNS, float),
+                           **dict.fromkeys(BOOL_COLUMNS, bool)}
+COLUMNS = [replace(c, type=_TYPES.get(c.name, str)) for c in COLUMNS]
+
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+COLUMN_TYPES: dict[str, type] = {c.name: c.type for c in COLUMNS}
 
 REQUIRED = (
     "model", "backend", "precision", "batch", "instances", "mode", "placement", "throughput_ips",
@@ -171,3 +191,33 @@ def column(name: str) -> Column:
             return col
     raise KeyError(f"no results column {name!r}")
 
+
+
+class ColumnTypeError(ValueError):
+    """A value of the wrong type for its column: an internal error of the part that wrote it."""
+
+
+def type_problem(name: str, value: Any) -> str | None:
+    """None when `value` fits column `name` (None always does), else what is wrong, e.g. "int column, got str '3'".
+
+    int: an int (numpy integers too), never a bool; float: a float or an int (an int is stored as written,
+    e.g. warmup_s 2 -> "2"), never a bool; bool: True/False (numpy bool too); str: text, or a list/tuple of
+    scalars that the store joins with ';'."""
+    if value is None:
+        return None
+    want = COLUMN_TYPES[name]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalar
+        value = value.item()
+    if want is bool:
+        ok = isinstance(value, bool)
+    elif want is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif want is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, str) or (isinstance(value, (list, tuple))
+                                        and all(not isinstance(v, (dict, list, tuple)) for v in value))
+    if ok:
+        return None
+    shown = repr(value)
+    return f"{want.__name__} column, got {type(value).__name__} {shown[:60]}"

@@ -19,18 +19,24 @@ Cell formatting:
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import re
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.results.schema import COLUMN_NAMES
+from edgebench.results.reader import (
+    HEADER_LINE,
+    cells_of,
+    csv_line,
+    parse_cell,
+    read_cells,
+    read_rows,
+    split_lines,
+)
+from edgebench.results.schema import COLUMN_NAMES, COLUMN_TYPES, ColumnTypeError, type_problem
 
 RESULTS = "results.csv"
 ATTEMPTS = "attempts.csv"
@@ -55,15 +61,6 @@ def format_cell(value: Any) -> str:
     if isinstance(value, dict):
         raise ValueError("a mapping cannot be stored in one results.csv cell")
     return _LINE_BREAK.sub(" | ", str(value))
-
-
-def _csv_line(cells: Iterable[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(list(cells))
-    return buf.getvalue()
-
-
-HEADER_LINE = _csv_line(COLUMN_NAMES)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -106,14 +103,16 @@ def _replace_atomic(path: Path, text: str) -> None:
             os.unlink(tmp)
 
 
-def _split_lines(text: str) -> tuple[list[str], str]:
-    """(complete lines, each ending in "\n"; the text after the last "\n", i.e. a torn line)."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]], parts[-1]
-
-
-def _cells(line: str) -> list[str]:
-    return next(csv.reader([line]), [])
+def _cell_type_problem(name: str, value: Any) -> str | None:
+    """schema.type_problem, except that text is taken where it reads back as the column's type (a row copied from
+    results.csv, e.g. "8" in an int column): every cell the store writes reads back typed (results.reader)."""
+    if isinstance(value, str) and COLUMN_TYPES[name] is not str:
+        try:
+            parse_cell(name, value)
+        except ValueError as exc:
+            return f"{COLUMN_TYPES[name].__name__} column, got text that is not one: {exc}"
+        return None
+    return type_problem(name, value)
 
 
 class ResultsStore:
@@ -130,10 +129,17 @@ class ResultsStore:
     # ------------------------------------------------------------------ writing
 
     def append(self, row: dict[str, Any]) -> None:
-        """Write one row (unknown keys are an error; missing ones are left empty) and fsync it."""
+        """Write one row and fsync it. Unknown keys and a value of the wrong type for its column (schema.type_problem)
+        are internal errors naming the column and the part that wrote it (a row from results.row.assemble_row
+        knows its writers); missing keys are left empty."""
         unknown = [k for k in row if k not in COLUMN_NAMES]
         if unknown:
             raise ValueError(f"{self.path}: unknown results column(s): {', '.join(map(str, unknown))}")
+        writers = getattr(row, "writers", {})
+        for name, value in row.items():
+            if problem := _cell_type_problem(name, value):
+                raise ColumnTypeError(f"{self.path}: column {name!r} written by {writers.get(name, 'the caller')}: "
+                                      f"{problem}")
         cells = []
         for name in COLUMN_NAMES:
             try:
@@ -141,7 +147,7 @@ class ResultsStore:
             except ValueError as exc:
                 raise ValueError(f"{self.path}: column {name!r}: {exc}") from None
         self._ensure_file(self.path)
-        _append_fsync(self.path, _csv_line(cells).encode())
+        _append_fsync(self.path, csv_line(cells).encode())
 
     def _ensure_file(self, path: Path) -> None:
         """Create `path` with the header by an atomic rename, or check the header it has."""
@@ -160,28 +166,21 @@ class ResultsStore:
     # ------------------------------------------------------------------ reading
 
     def rows(self) -> list[dict[str, str]]:
-        """Complete rows of results.csv as strings ("" = empty); a partial last line is not a row."""
-        return self._read(self.path)[0]
+        """Complete rows of results.csv as the text written ("" = empty); a partial last line is not a row.
+        Consumers read typed values with records() (results.reader)."""
+        return read_cells(self.path)[0]
+
+    def records(self) -> list[dict[str, Any]]:
+        """Complete rows of results.csv, typed per the schema (None = empty): results.reader.read_rows."""
+        return read_rows(self.path)
 
     def attempt_rows(self) -> list[dict[str, str]]:
         """Rows moved out of results.csv by resume() (failed attempts, kept for the record)."""
-        return self._read(self.attempts_path)[0]
+        return read_cells(self.attempts_path)[0]
 
     def done_hashes(self) -> set[str]:
         """config_hash of every row that needs no re-run: status ok, invalid or skipped."""
-        return {r["config_hash"] for r in self.rows() if r.get("status") in DONE_STATUSES and r.get("config_hash")}
-
-    def _read(self, path: Path) -> tuple[list[dict[str, str]], str]:
-        """(complete rows, partial last line). Rows are parsed line by line (one row = one line)."""
-        if not path.exists():
-            return [], ""
-        with open(path, newline="") as fh:
-            text = fh.read()
-        lines, partial = _split_lines(text)
-        if lines and lines[0] != HEADER_LINE:
-            raise EdgebenchError(f"{path}: header differs from this edgebench's columns; start a new run directory")
-        rows = [_cells(line) for line in lines[1:]]
-        return [dict(zip(COLUMN_NAMES, c, strict=True)) for c in rows if len(c) == len(COLUMN_NAMES)], partial
+        return {r["config_hash"] for r in self.records() if r["status"] in DONE_STATUSES and r["config_hash"]}
 
     # ------------------------------------------------------------------ resume
 
@@ -201,7 +200,7 @@ class ResultsStore:
             return store
         with open(store.path, newline="") as fh:
             text = fh.read()
-        lines, torn = _split_lines(text)
+        lines, torn = split_lines(text)
         broken: list[str] = [torn] if torn else []
         if not lines:  # nothing but a torn header (cannot happen: the header is renamed in)
             if broken:
@@ -216,10 +215,10 @@ class ResultsStore:
         keep: list[str] = []
         failed: list[str] = []
         for line in lines[1:]:
-            cells = _cells(line)
+            cells = cells_of(line)
             if len(cells) != len(COLUMN_NAMES):
                 broken.append(line.rstrip("\n"))
-            elif dict(zip(COLUMN_NAMES, cells, strict=True))["status"] == "failed":
+            elif cells[COLUMN_NAMES.index("status")] == "failed":
                 failed.append(line)
             else:
                 keep.append(line)

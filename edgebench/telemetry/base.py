@@ -1,9 +1,13 @@
-"""The sampler protocol and the timeline it returns.
+"""The sampler protocol, the timeline it returns, and the base class every sampler subclasses.
 
 Every sampler timestamps with `time.monotonic_ns()` — the same clock the runner uses for
 per-inference (start_ns, end_ns) — so a timeline can be cut to exactly the measured window.
 Units live in channel names' metadata: mW for power, mJ for energy, % for utilization,
 MHz for clocks, C for temperature, MiB for memory.
+
+A sampler class declares what the rest of edgebench needs to know about it (SamplerBase: its name,
+power scope, energy counter, availability check, factory, row channels, throttle verdict);
+`telemetry.catalog` lists the classes and derives every table from those declarations.
 """
 
 from __future__ import annotations
@@ -12,10 +16,10 @@ import csv
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 
 @dataclass(frozen=True)
@@ -157,3 +161,141 @@ class Sampler(Protocol):
 
     def watch_pids(self, pids: list[int]) -> None:
         """Processes whose resources to attribute to the run (instances); may be ignored."""
+
+
+# --------------------------------------------------------------------------- what a sampler class declares
+
+ROW_AGGREGATIONS = ("mean", "max")  # Timeline.mean / Timeline.max over the measured window
+
+
+@dataclass(frozen=True)
+class RowChannel:
+    """One row column a sampler fills: `column` <- `aggregation` of its channel `channel` over the window.
+    A sampler may declare several channels for one column: the first its timeline has (and that has a value)
+    fills it. Across samplers, the one listed first in the profile wins (telemetry_fields)."""
+
+    column: str  # a results column, e.g. "gpu_util_pct_mean"
+    channel: str  # a channel of this sampler's timeline, e.g. "gpu_util_pct"
+    aggregation: str = "mean"
+
+    def __post_init__(self) -> None:
+        if self.aggregation not in ROW_AGGREGATIONS:
+            raise ValueError(f"RowChannel {self.column} <- {self.channel}: aggregation {self.aggregation!r} is not "
+                             f"one of {', '.join(ROW_AGGREGATIONS)}")
+
+    def value(self, window: Timeline) -> float | None:
+        """The aggregate over a timeline already cut to the window; None without a finite sample."""
+        value = window.mean(self.channel) if self.aggregation == "mean" else window.max(self.channel)
+        return None if value is None or math.isnan(value) else value
+
+
+class SamplerBase:
+    """The base of every sampler: its declarations and the one-shot start/stop guards.
+
+    Declarations are class attributes and class methods, read by `telemetry.catalog` without making an
+    instance (so config can validate names, and doctor can ask `missing`, with no framework imported):
+      name            what a profile lists in telemetry.samplers, and the source of its timelines
+      power_scope     what its power_total_mw / energy_total_mj cover (the row's power_scope), or None
+      counter_label   the hardware counter behind its energy_total_mj (energy_source "counter:<label>"), or None
+      row_channels    the row columns it fills from its channels (RowChannel)
+      missing()       None when it can run here, else why not; create() the sampler for a row;
+      throttle_verdict()  (throttled, causes) over a window, or None where the sampler gives no such evidence
+
+    Guards: start() once, stop() once (make a new sampler per measured row). start() twice, stop() before
+    start(), stop() twice and stop() after a start() that raised are RuntimeErrors naming the class.
+    A subclass implements _start() and _stop() (or is a PollingSampler) and keeps only what is its own.
+    """
+
+    name: str = ""  # a class attribute (not ClassVar: the Sampler protocol reads it from instances)
+    power_scope: ClassVar[str | None] = None
+    counter_label: ClassVar[str | None] = None
+    row_channels: ClassVar[tuple[RowChannel, ...]] = ()
+
+    @classmethod
+    def missing(cls, sysfs_root: str | Path = "/") -> str | None:
+        """None when this sampler can run here (under sysfs_root), else why not, with the fix."""
+        return None
+
+    @classmethod
+    def create(cls, interval_s: float, sysfs_root: str | Path = "/", placements: Sequence[str] = ()) -> SamplerBase:
+        """The sampler for one row (make_sampler's factory). `placements` are the row's (e.g. ("cuda:0",))."""
+        return cls(interval_s=interval_s, sysfs_root=sysfs_root)  # type: ignore[call-arg]
+
+    @classmethod
+    def throttle_verdict(cls, timeline: Timeline, start_ns: int, end_ns: int) -> tuple[bool, list[str]] | None:
+        """(throttled, causes) for [start_ns, end_ns] from this sampler's timeline; None = no evidence either way."""
+        return None
+
+    def __init__(self, interval_s: float) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        self.interval_s = float(interval_s)
+        self._state = "new"  # -> "started" -> "stopped"; "failed" when start() raised
+
+    def watch_pids(self, pids: list[int]) -> None:
+        """Processes whose resources to attribute to the run. Ignored unless the sampler measures processes."""
+
+    def start(self) -> None:
+        """Begin sampling in the background."""
+        if self._state != "new":
+            raise RuntimeError(f"{type(self).__name__}.start() called twice")
+        self._state = "failed"  # until _start() returns
+        self._start()
+        self._state = "started"
+
+    def stop(self) -> Timeline:
+        """Stop and return everything sampled since start()."""
+        if self._state != "started":
+            raise RuntimeError(f"{type(self).__name__}.stop() called before start() or twice")
+        self._state = "stopped"
+        return self._stop()
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _stop(self) -> Timeline:
+        raise NotImplementedError
+
+
+class PollingSampler(SamplerBase):
+    """A sampler that reads its source on a fixed time grid in a daemon thread (GridThread).
+
+    start(): `_begin()` builds the timeline (channels, notes), one sample is taken synchronously at start_ns,
+    then the grid starts there. stop(): the grid ends, one more sample is taken synchronously (so the timeline
+    brackets the measured window), and `_finish()` adds what the sampler reports at the end.
+    A subclass supplies _begin() and _sample(), and overrides _first_sample/_last_sample/_finish as it needs.
+    """
+
+    def __init__(self, interval_s: float) -> None:
+        super().__init__(interval_s)
+        self.start_ns: int | None = None
+        self._timeline: Timeline | None = None
+        self._grid = GridThread(self.name)
+
+    def _begin(self) -> Timeline:
+        raise NotImplementedError
+
+    def _sample(self) -> None:
+        raise NotImplementedError
+
+    def _first_sample(self) -> None:
+        self._sample()
+
+    def _last_sample(self) -> None:
+        self._sample()
+
+    def _finish(self, timeline: Timeline) -> Timeline:
+        return timeline
+
+    def _start(self) -> None:
+        self._timeline = tl = self._begin()
+        self.start_ns = time.monotonic_ns()
+        self._first_sample()
+        self._grid.start(self.interval_s, self.start_ns, self._sample, tl)
+
+    def _stop(self) -> Timeline:
+        self._grid.stop()
+        tl = self._timeline
+        assert tl is not None
+        self._last_sample()
+        return self._finish(tl)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.telemetry.base import Channel, GridThread, Timeline
+from edgebench.telemetry.base import Channel, PollingSampler, RowChannel, Timeline
 
 _PACKAGE_ZONE = re.compile(r"^intel-rapl:(\d+)$")
 _MIB = 1024.0 * 1024.0
@@ -116,24 +116,31 @@ def rapl_status(sysfs_root: str | Path = "/") -> str | None:
     return "; ".join(notes) if notes or not zones else None
 
 
-class HostSampler:
+class HostSampler(PollingSampler):
     """CPU, memory, watched-process and RAPL telemetry of the host, sampled in a daemon thread.
 
     One-shot: start() once, stop() once (make a new sampler per measured row).
     """
 
     name = "host"
+    power_scope = "cpu-package"  # the RAPL package domains: the CPU package, not DRAM or the rest of the machine
+    counter_label = "rapl"
+    row_channels = (RowChannel("cpu_util_pct_mean", "cpu_util_pct"), RowChannel("proc_cpu_pct_mean", "proc_cpu_pct"),
+                    RowChannel("rss_mib_max", "rss_mib", "max"), RowChannel("mem_used_mib_max", "mem_used_mib", "max"))
+
+    @classmethod
+    def missing(cls, sysfs_root: str | Path = "/") -> str | None:
+        try:
+            import psutil  # noqa: F401
+        except ImportError as exc:
+            return f"psutil is not installed ({exc.msg}); pip install psutil"
+        return None
 
     def __init__(self, interval_s: float = 0.1, sysfs_root: str | Path = "/") -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self.interval_s = float(interval_s)
+        super().__init__(interval_s)
         self.sysfs_root = Path(sysfs_root)
-        self.start_ns: int | None = None
         self.stop_ns: int | None = None
         self.cpu_cost_us_per_sample: float | None = None  # sampler's own CPU time per sample
-        self._timeline: Timeline | None = None
-        self._grid = GridThread("host")
         self._lock = threading.Lock()
         self._pids: list[int] = []
         self._pids_changed = False
@@ -147,18 +154,16 @@ class HostSampler:
         self._cost_ns = 0
         self._samples = 0
 
-    # ------------------------------------------------------------------ Sampler protocol
+    # ------------------------------------------------------------------ Sampler protocol (PollingSampler hooks)
 
     def watch_pids(self, pids: list[int]) -> None:
         with self._lock:
             self._pids = [int(p) for p in pids]
             self._pids_changed = True
 
-    def start(self) -> None:
+    def _begin(self) -> Timeline:
         import psutil
 
-        if self._timeline is not None:
-            raise RuntimeError("HostSampler.start() called twice")
         tl = Timeline(self.name, interval_s=self.interval_s)
         tl.add_channel(Channel("cpu_util_pct", "%"))
         self._last_cpu = list(psutil.cpu_times(percpu=True))
@@ -182,21 +187,22 @@ class HostSampler:
         skipped = [z.name for z in self._zones if not z.in_total]
         if skipped and package:
             tl.notes.append(f"RAPL zone(s) {', '.join(skipped)} kept out of the total (they contain the packages)")
-        self._timeline = tl
-        self.start_ns = time.monotonic_ns()
+        return tl
+
+    def _first_sample(self) -> None:
+        assert self.start_ns is not None
         self._last_t_ns = self.start_ns
         self._sample()
-        self._grid.start(self.interval_s, self.start_ns, self._sample, tl)
 
-    def stop(self) -> Timeline:
-        if self._timeline is None or not self._grid.running:
-            raise RuntimeError("HostSampler.stop() called before start() or twice")
-        self._grid.stop()
+    def _last_sample(self) -> None:
         tl = self._timeline
+        assert tl is not None
         try:
             self._sample()  # the last sample closes the measured window
         except Exception as exc:
             tl.notes.append(f"host sampler: final sample failed: {type(exc).__name__}: {exc}")
+
+    def _finish(self, tl: Timeline) -> Timeline:
         self.stop_ns = time.monotonic_ns()
         if self._samples:
             self.cpu_cost_us_per_sample = self._cost_ns / self._samples / 1e3

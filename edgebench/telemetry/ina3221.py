@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgebench.telemetry.base import Channel, GridThread, Timeline
+from edgebench.telemetry.base import Channel, PollingSampler, Timeline
 from edgebench.telemetry.jetson_rails import RailMap, rail_channel, rail_map
 
 _HWMON_LABEL = re.compile(r"^in(\d+)_label$")
@@ -155,32 +155,28 @@ def ina3221_status(sysfs_root: str | Path = "/") -> str | None:
     return None
 
 
-class Ina3221Sampler:
+class Ina3221Sampler(PollingSampler):
     """Jetson rails from sysfs on the runner's clock (time.monotonic_ns), in a daemon thread.
 
     One-shot: start() once, stop() once. start() and stop() each take one sample synchronously.
+    Process ids to watch are ignored: rails measure the whole board.
     """
 
     name = "ina3221"
+    power_scope = "soc-total"  # the INA3221 total: the module input, or a sum of rails (the timeline's note says)
+
+    @classmethod
+    def missing(cls, sysfs_root: str | Path = "/") -> str | None:
+        return ina3221_status(sysfs_root)
 
     def __init__(self, interval_s: float = 0.05, sysfs_root: str | Path = "/") -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self.interval_s = float(interval_s)
+        super().__init__(interval_s)
         self.sysfs_root = Path(sysfs_root)
         self.rails: list[Rail] = []
         self.rail_map: RailMap | None = None
-        self._timeline: Timeline | None = None
-        self._grid = GridThread("ina3221")
         self._failed: set[str] = set()
-        self._start_ns = 0
 
-    def watch_pids(self, pids: list[int]) -> None:
-        """Ignored: rails measure the whole board."""
-
-    def start(self) -> None:
-        if self._timeline is not None:
-            raise RuntimeError("Ina3221Sampler.start() called twice")
+    def _begin(self) -> Timeline:
         tl = Timeline(self.name, interval_s=self.interval_s)
         self.rails, notes = discover_rails(self.sysfs_root)
         tl.notes.extend(notes)
@@ -193,18 +189,7 @@ class Ina3221Sampler:
                 tl.add_channel(Channel(f"power_{domain}_mw", "mW"))
             for r in self.rails:
                 tl.add_channel(Channel(rail_channel(r.name), "mW"))
-        self._timeline = tl
-        self._start_ns = time.monotonic_ns()
-        self._sample()
-        self._grid.start(self.interval_s, self._start_ns, self._sample, tl)
-
-    def stop(self) -> Timeline:
-        if self._timeline is None or not self._grid.running:
-            raise RuntimeError("Ina3221Sampler.stop() called before start() or twice")
-        self._grid.stop()
-        self._sample()
-        return self._timeline
-
+        return tl
 
     def _sample(self) -> None:
         tl = self._timeline
@@ -227,7 +212,3 @@ class Ina3221Sampler:
         sample.update(self.rail_map.derive(rails_mw))
         tl.append(t_ns, sample)
 
-
-def make_ina3221_sampler(interval_s: float, sysfs_root: str | Path) -> Ina3221Sampler:
-    """Registry factory."""
-    return Ina3221Sampler(interval_s=interval_s, sysfs_root=sysfs_root)

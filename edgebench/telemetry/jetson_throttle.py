@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgebench.telemetry.base import Channel, GridThread, Timeline
+from edgebench.telemetry.base import Channel, PollingSampler, Timeline
 
 GPU_OF_NAMES = {"gv11b", "gp10b", "ga10b", "gb10b", "gpu"}  # jtop/core/gpu.py KNOWN_GPU_DEVICE_NAMES
 THROTTLING_TRIP_TYPES = ("passive", "hot", "critical")  # "active" trips switch fans on: not a slowdown
@@ -202,52 +202,36 @@ def read_sample(src: ThrottleSources) -> dict[str, float]:
     return sample
 
 
-class JetsonThrottleSampler:
+class JetsonThrottleSampler(PollingSampler):
     """Clocks, thermal zones and over-current counters from sysfs, on the runner's clock, in a daemon thread.
-    One-shot: start() once, stop() once; each takes one sample synchronously (so the window is bracketed)."""
+    One-shot: start() once, stop() once; each takes one sample synchronously (so the window is bracketed).
+    No power channel; its row evidence is the throttle verdict. Process ids are ignored (the board's clocks)."""
 
     name = "jetson_throttle"
 
+    @classmethod
+    def missing(cls, sysfs_root: str | Path = "/") -> str | None:
+        return jetson_throttle_missing(sysfs_root)
+
+    @classmethod
+    def throttle_verdict(cls, timeline: Timeline, start_ns: int, end_ns: int) -> tuple[bool, list[str]] | None:
+        return throttle_summary(timeline, start_ns, end_ns)
+
     def __init__(self, interval_s: float = 0.5, sysfs_root: str | Path = "/") -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self.interval_s = float(interval_s)
+        super().__init__(interval_s)
         self.sysfs_root = Path(sysfs_root)
-        self._timeline: Timeline | None = None
         self._src: ThrottleSources | None = None
-        self._grid = GridThread("jetson_throttle")
-        self._start_ns = 0
 
-    def watch_pids(self, pids: list[int]) -> None:
-        """Ignored: clocks and temperatures are the board's."""
-
-    def start(self) -> None:
-        if self._timeline is not None:
-            raise RuntimeError("JetsonThrottleSampler.start() called twice")
+    def _begin(self) -> Timeline:
         self._src = discover(self.sysfs_root)
         tl = Timeline(self.name, interval_s=self.interval_s, notes=list(self._src.notes))
         for ch in channels(self._src):
             tl.add_channel(ch)
-        self._timeline = tl
-        self._start_ns = time.monotonic_ns()
-        self._sample()
-        self._grid.start(self.interval_s, self._start_ns, self._sample, tl)
-
-    def stop(self) -> Timeline:
-        if self._timeline is None or not self._grid.running:
-            raise RuntimeError("JetsonThrottleSampler.stop() called before start() or twice")
-        self._grid.stop()
-        self._sample()
-        return self._timeline
+        return tl
 
     def _sample(self) -> None:
         assert self._timeline is not None and self._src is not None
         self._timeline.append(time.monotonic_ns(), read_sample(self._src))
-
-
-def make_jetson_throttle_sampler(interval_s: float, sysfs_root: str | Path) -> JetsonThrottleSampler:
-    """Registry factory."""
-    return JetsonThrottleSampler(interval_s=interval_s, sysfs_root=sysfs_root)
 
 
 def jetson_throttle_missing(sysfs_root: str | Path) -> str | None:

@@ -40,7 +40,7 @@ import threading
 import time
 from typing import Any
 
-from edgebench.telemetry.base import Channel, Timeline
+from edgebench.telemetry.base import Channel, RowChannel, SamplerBase, Timeline
 from edgebench.telemetry.jetson_rails import RailMap, power_supply_rails, rail_channel, rail_map
 
 FAULT_PREFIX = "telemetry: "  # a note starting so makes the row invalid (see edgebench.pipeline.sweep.telemetry_faults)
@@ -115,15 +115,26 @@ def _zone(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "zone"
 
 
-class JtopSampler:
-    """Telemetry of a Jetson through the jtop service. One-shot: start() once, stop() once."""
+class JtopSampler(SamplerBase):
+    """Telemetry of a Jetson through the jtop service. One-shot: start() once, stop() once.
+    Process ids are ignored: jtop reports the whole board.
+
+    The jtop client always talks to /run/jtop.sock, whatever sysfs_root; sysfs_root is where the sampler looks
+    up which of jtop's rails are /sys/class/power_supply sensors."""
 
     name = "jtop"
+    power_scope = "soc-total"  # the INA3221 total: the module input, or a sum of rails (the timeline's note says)
+    row_channels = (RowChannel("gpu_util_pct_mean", "gpu_util_pct"),
+                    RowChannel("gpu_temp_c_max", "temp_gpu_c", "max"),
+                    RowChannel("gpu_sm_clock_mhz_mean", "gpu_freq_mhz"))
+
+    @classmethod
+    def missing(cls, sysfs_root: object = "/") -> str | None:
+        return jtop_status()  # the socket path is fixed by jtop, whatever the root
 
     def __init__(self, interval_s: float = MIN_INTERVAL_S, min_interval_s: float = MIN_INTERVAL_S,
                  sysfs_root: str | os.PathLike[str] = "/") -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        super().__init__(interval_s)
         self.sysfs_root = sysfs_root
         self._supplies: frozenset[str] = frozenset()
         self.interval_requested_s = float(interval_s)
@@ -140,17 +151,11 @@ class JtopSampler:
         self._nvp: tuple[Any, Any] | None = None
         self._jc: bool | None = None
         self._observer_failed = False
-        self._stopped = False
         self._accepting = True
 
-    def watch_pids(self, pids: list[int]) -> None:
-        """Ignored: jtop reports the whole board."""
+    # ------------------------------------------------------------------ start / stop (after SamplerBase's guards)
 
-    # ------------------------------------------------------------------ start / stop
-
-    def start(self) -> None:
-        if self._timeline is not None:
-            raise RuntimeError("JtopSampler.start() called twice")
+    def _start(self) -> None:
         tl = self._timeline = Timeline(self.name)
         ask = max(self.interval_requested_s, self.min_interval_s)
         if ask != self.interval_requested_s:
@@ -188,11 +193,9 @@ class JtopSampler:
         with self._lock:
             self._record(client)  # a no-op when _on_tick already has this tick
 
-    def stop(self) -> Timeline:
-        if self._timeline is None or self._stopped:
-            raise RuntimeError("JtopSampler.stop() called before start() or twice")
-        self._stopped = True
+    def _stop(self) -> Timeline:
         tl, client = self._timeline, self._client
+        assert tl is not None
         if client is None:  # start() failed: the fault note is already there
             return tl
         stop_ns = time.monotonic_ns()
@@ -355,14 +358,3 @@ class JtopSampler:
             client.close()
         except Exception:  # noqa: BLE001 - closing a broken client must not hide the recorded fault
             pass
-
-
-def make_jtop_sampler(interval_s: float, sysfs_root: str | os.PathLike[str] = "/") -> JtopSampler:
-    """Registry factory. The jtop client always talks to /run/jtop.sock; sysfs_root is where the sampler
-    looks up which of jtop's rails are /sys/class/power_supply sensors."""
-    return JtopSampler(interval_s=interval_s, sysfs_root=sysfs_root)
-
-
-def jtop_missing(sysfs_root: object = "/") -> str | None:
-    """Registry availability check (the socket path is fixed by jtop, whatever the root)."""
-    return jtop_status()

@@ -30,7 +30,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.telemetry.base import Channel, GridThread, Timeline
+from edgebench.telemetry.base import Channel, PollingSampler, RowChannel, Timeline
 
 _MIB = 1024.0 * 1024.0
 INSTALL_HINT = "pip install 'edgebench[gpu]' (nvidia-ml-py)"
@@ -187,20 +187,45 @@ class _Gpu:
     energy_base_mj: float = 0.0
 
 
-class NvmlSampler:
+class NvmlSampler(PollingSampler):
     """NVML telemetry of the GPU(s) a row uses, on the runner's clock (time.monotonic_ns).
 
     With several GPUs (`devices`), power_total_mw and energy_total_mj are the SUM over them (utilization
     and clocks the mean, temperature the max, throttle reasons OR-ed), and every GPU also has its own
-    channels, prefixed gpu<NVML index>_ (gpu1_power_total_mw, gpu1_energy_total_mj, ...)."""
+    channels, prefixed gpu<NVML index>_ (gpu1_power_total_mw, gpu1_energy_total_mj, ...).
+    Process ids are ignored: NVML's per-process accounting is not needed for the device totals reported here."""
 
     name = "nvml"
+    power_scope = "gpu-board"  # the GPU board(s) only
+    counter_label = "nvml"
+    row_channels = (RowChannel("gpu_util_pct_mean", "gpu_util_pct"),
+                    RowChannel("gpu_temp_c_max", "temperature_c", "max"),
+                    RowChannel("gpu_sm_clock_mhz_mean", "sm_clock_mhz"),
+                    # GPU memory, where the column means system memory: what rows have always had when nvml is
+                    # listed before host (dgpu); kept as it was, not decided here
+                    RowChannel("mem_used_mib_max", "mem_used_mib", "max"))
+
+    @classmethod
+    def missing(cls, sysfs_root: object = "/") -> str | None:
+        return nvml_status()
+
+    @classmethod
+    def create(cls, interval_s: float, sysfs_root: object = "/", placements: Sequence[str] = ()) -> NvmlSampler:
+        """Samples every GPU the row's placements use (their power and energy summed); GPU 0 without any."""
+        if placements:
+            return cls(interval_s=interval_s, devices=gpu_devices(placements))
+        return cls(interval_s=interval_s)
+
+    @classmethod
+    def throttle_verdict(cls, timeline: Timeline, start_ns: int, end_ns: int) -> tuple[bool, list[str]] | None:
+        """NVML's clock-event reasons, where the GPU answered them (no throttle_reasons channel: no verdict)."""
+        if "throttle_reasons" not in timeline.channels:
+            return None
+        return throttle_summary(timeline, start_ns, end_ns)
 
     def __init__(self, interval_s: float = 0.05, device_index: int = 0, nvml: Any = None,
                  energy_interval_s: float = ENERGY_INTERVAL_S, devices: Sequence[int | str] | None = None) -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self.interval_s = float(interval_s)
+        super().__init__(interval_s)
         self.devices: list[int | str] = list(devices) if devices else [int(device_index)]
         self.device_index = self.devices[0]
         self.energy_interval_s = max(float(energy_interval_s), self.interval_s)
@@ -211,13 +236,8 @@ class NvmlSampler:
         self._gpus: list[_Gpu] = []
         self._combined: list[str] = []  # row-level channels combined over several GPUs
         self._failed: set[tuple[str, str]] = set()
-        self._timeline: Timeline | None = None
-        self._grid = GridThread("nvml")
         self._field_ns: dict[str, list[int]] = {}  # field -> [wall ns, reads]
         self._cost_ns = self._samples = self._energy_at_ns = 0
-
-    def watch_pids(self, pids: list[int]) -> None:
-        """Ignored: NVML's per-process accounting is not needed for the device totals reported here."""
 
     # ------------------------------------------------------------------ start / stop
 
@@ -232,9 +252,7 @@ class NvmlSampler:
             nvml.nvmlShutdown()
             raise EdgebenchError(f"NVML device {device}: {exc} ({count} GPU(s) visible to NVML)") from None
 
-    def start(self) -> None:
-        if self._timeline is not None:
-            raise RuntimeError("NvmlSampler.start() called twice")
+    def _begin(self) -> Timeline:
         nvml = self._nvml = self._nvml or _import_nvml()
         try:
             nvml.nvmlInit()
@@ -290,20 +308,19 @@ class NvmlSampler:
             tl.notes.append("nvml power_total_mw is nvmlDeviceGetPowerUsage (a ~1 s average on Ampere and newer)")
         if "energy_total_mj" in tl.channels:
             tl.notes.append(f"nvml energy_total_mj read every {self.energy_interval_s:g} s (and at start/stop)")
-        self._timeline = tl
-        self._sample(force=True)
-        self._grid.start(self.interval_s, time.monotonic_ns(), self._sample, tl)
+        return tl
 
-    def stop(self) -> Timeline:
-        if self._timeline is None or not self._grid.running:
-            raise RuntimeError("NvmlSampler.stop() called before start() or twice")
-        self._grid.stop()
+    def _first_sample(self) -> None:
         self._sample(force=True)
+
+    def _last_sample(self) -> None:
+        self._sample(force=True)
+
+    def _finish(self, tl: Timeline) -> Timeline:
         try:
             self._nvml.nvmlShutdown()
         except self._nvml.NVMLError:
             pass
-        tl = self._timeline
         if self._samples:
             n = self._samples
             self.cpu_cost_us_per_sample = self._cost_ns / n / 1e3

@@ -3,44 +3,29 @@ temperature and clocks, throttling), and the sampler notes that make a row's tel
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from edgebench.telemetry.jetson_throttle import throttle_summary as jetson_throttle_summary
-from edgebench.telemetry.nvml import throttle_summary
+from edgebench.telemetry import catalog
 from edgebench.telemetry.registry import power_summary
-
-# row column <- (first channel present, in this order) per sampler: nvml names, then jtop / tegrastats names
-GPU_ROW_CHANNELS: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
-    ("gpu_util_pct_mean", "gpu_util_pct", lambda w, c: w.mean(c)),    # nvml, jtop
-    ("gpu_util_pct_mean", "gpu_load_pct", lambda w, c: w.mean(c)),    # tegrastats GR3D
-    ("gpu_temp_c_max", "temperature_c", lambda w, c: w.max(c)),       # nvml
-    ("gpu_temp_c_max", "temp_gpu_c", lambda w, c: w.max(c)),          # jtop / tegrastats zone "gpu"
-    ("gpu_sm_clock_mhz_mean", "sm_clock_mhz", lambda w, c: w.mean(c)),  # nvml
-    ("gpu_sm_clock_mhz_mean", "gpu_freq_mhz", lambda w, c: w.mean(c)),  # jtop
-)
 
 
 def telemetry_fields(timelines: list[Any], start_ns: int, end_ns: int) -> dict[str, Any]:
     """Row fields from every sampler's timeline over the window; earlier samplers in the profile's
-    list win where two provide the same field (dgpu lists nvml before host: GPU power fills the row)."""
+    list win where two provide the same field (dgpu lists nvml before host: GPU power fills the row).
+    Which columns a timeline fills comes from its sampler class (power_summary: power, energy and
+    row_channels); a sampler whose class gives a throttle verdict adds to `throttled` (any sampler saying
+    throttled makes it true) and to `throttle_reasons` (every sampler's causes, in list order)."""
 
     fields: dict[str, Any] = {}
+    classes = catalog.tables().classes
     for tl in timelines:
         for key, value in power_summary(tl, start_ns, end_ns).items():
             if fields.get(key) is None:
                 fields[key] = value
-        win = tl.window(start_ns, end_ns)
-        for key, channel, agg in GPU_ROW_CHANNELS:
-            if channel in tl.channels and fields.get(key) is None:
-                fields[key] = agg(win, channel)
-        if "throttle_reasons" in tl.channels:
-            throttled, reasons = throttle_summary(tl, start_ns, end_ns)
-            fields["throttled"] = throttled
-            fields["throttle_reasons"] = ";".join(reasons) or None
-        if tl.source == "jetson_throttle":  # Jetson: NVML has no clock-event reasons there; sysfs evidence instead
-
-            throttled, reasons = jetson_throttle_summary(tl, start_ns, end_ns)
+        cls = classes.get(tl.source)
+        verdict = cls.throttle_verdict(tl, start_ns, end_ns) if cls is not None else None
+        if verdict is not None:
+            throttled, reasons = verdict
             fields["throttled"] = bool(fields.get("throttled")) or throttled
             fields["throttle_reasons"] = ";".join(r for r in (fields.get("throttle_reasons"), *reasons) if r) or None
     if len(timelines) > 1:

@@ -42,9 +42,10 @@ import statistics
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from edgebench.telemetry.base import Channel, Timeline
+from edgebench.telemetry.base import Channel, RowChannel, SamplerBase, Timeline
 
 # rails that are the board's / module's input: the total, never to be summed with the others
 INPUT_RAILS = ("VDD_IN", "POM_5V_IN", "VIN")
@@ -308,19 +309,32 @@ def _unit(name: str) -> str:
     return ""
 
 
-class TegrastatsSampler:
+class TegrastatsSampler(SamplerBase):
     """Runs `<binary> --interval <ms>` in a subprocess and parses every line it prints.
 
     One-shot: start() once, stop() once. start() waits (bounded) for the first line and stop()
     for one more line, so the timeline spans the measured window. Only the process it started
-    is ever signalled.
+    is ever signalled. Process ids are ignored: tegrastats is system-wide.
     """
 
     name = "tegrastats"
+    power_scope = "soc-total"  # the INA3221 total: the input rail, or a sum of rails (the timeline's note says)
+    row_channels = (RowChannel("cpu_util_pct_mean", "cpu_util_pct"),
+                    RowChannel("gpu_util_pct_mean", "gpu_load_pct"),  # GR3D
+                    RowChannel("gpu_temp_c_max", "temp_gpu_c", "max"),
+                    RowChannel("gpu_sm_clock_mhz_mean", "gpu_freq_mhz"))
+
+    @classmethod
+    def missing(cls, sysfs_root: object = "/") -> str | None:
+        return tegrastats_status()
+
+    @classmethod
+    def create(cls, interval_s: float, sysfs_root: object = "/", placements: Sequence[str] = ()) -> TegrastatsSampler:
+        """sysfs_root does not apply: tegrastats reads the live system."""
+        return cls(interval_s=interval_s)
 
     def __init__(self, interval_s: float = 0.1, binary: str = "tegrastats", line_timeout_s: float | None = None) -> None:
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        super().__init__(interval_s)
         self.interval_ms = max(1, int(round(interval_s * 1000)))
         self.interval_s = self.interval_ms / 1000.0
         self.binary = binary
@@ -334,15 +348,8 @@ class TegrastatsSampler:
         self._cond = threading.Condition()
         self._stderr = ""
         self._notes: list[str] = []
-        self._started = False
 
-    def watch_pids(self, pids: list[int]) -> None:  # tegrastats is system-wide
-        return None
-
-    def start(self) -> None:
-        if self._started:
-            raise RuntimeError("TegrastatsSampler.start() called twice")
-        self._started = True
+    def _start(self) -> None:
         path = _resolve(self.binary)
         if path is None:
             raise RuntimeError(tegrastats_status(self.binary) or f"{self.binary} not found")
@@ -381,9 +388,8 @@ class TegrastatsSampler:
                 self._cond.wait(min(left, 0.05))
         return True
 
-    def stop(self) -> Timeline:
-        if self._proc is None or self._thread is None:
-            raise RuntimeError("TegrastatsSampler.stop() called before start() or twice")
+    def _stop(self) -> Timeline:
+        assert self._proc is not None and self._thread is not None
         with self._cond:
             have = len(self.samples)
         if self._proc.poll() is None and not self._wait_for_lines(have + 1):
@@ -440,13 +446,3 @@ class TegrastatsSampler:
             tl.notes.append(f"tegrastats stderr: {self._stderr.strip()[-300:]}")
         return tl
 
-
-
-def make_tegrastats_sampler(interval_s: float, sysfs_root: object = "/") -> TegrastatsSampler:
-    """Registry factory (sysfs_root does not apply: tegrastats reads the live system)."""
-    return TegrastatsSampler(interval_s=interval_s)
-
-
-def tegrastats_missing(sysfs_root: object = "/") -> str | None:
-    """Registry availability check."""
-    return tegrastats_status()

@@ -206,7 +206,7 @@ def test_unknown_sampler_is_refused_at_load_time_naming_file_and_field(env, tmp_
 
 
 def test_sampler_names_agree_with_the_registry():
-    from edgebench.telemetry.names import SAMPLER_NAMES
+    from edgebench.telemetry.catalog import SAMPLER_NAMES
     from edgebench.telemetry.registry import SAMPLERS
 
     assert sorted(SAMPLERS) == sorted(SAMPLER_NAMES)

@@ -99,7 +99,7 @@ def test_power_timeline_shades_the_rows_window_and_states_a_missing_power_channe
     from edgebench.results.runs import load_runs
 
     (run,) = load_runs([run_dir])
-    row = next(r for r in run.rows if r["instances"] == "2")
+    row = next(r for r in run.rows if r["instances"] == 2)
     fig = power_timeline(run, row)
     assert fig.absent_reason is None
     ((x0, x1, label),) = fig.spans
