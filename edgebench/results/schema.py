@@ -160,7 +160,7 @@ COLUMNS: list[Column] = [
 
 # --- the type of every column that is not text (str): what a writer must give and what the reader returns
 INT_COLUMNS = ("batch", "instances", "row_index", "threads_per_instance", "inferences", "samples",
-               "telemetry_samples", "accuracy_samples")
+               "telemetry_samples", "accuracy_samples", "accuracy_skipped")
 FLOAT_COLUMNS = (
     "throughput_ips", "latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "power_w_mean", "energy_per_inference_mj",
     "window_s", "warmup_s", "latency_ms_min", "latency_ms_mean", "latency_ms_p95", "latency_ms_max", "stability_pct",

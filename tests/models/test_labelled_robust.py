@@ -51,6 +51,9 @@ def test_an_unreadable_image_is_skipped_and_counted(tmp_path):
     ev = evaluation_set(SPEC, {"dataset": str(root)}, {}, samples=100)
     assert len(ev.labels) == 6 and ev.inputs.shape == (6, 3, 8, 8)
     assert ev.row_fields()["accuracy_skipped"] == 1 and ev.record["skipped"][0].startswith("1/broken.png: ")
+    from edgebench.results.schema import type_problem  # the row's assembly checks every part's types
+
+    assert {k: type_problem(k, v) for k, v in ev.row_fields().items()} == dict.fromkeys(ev.row_fields())
     assert "1/broken.png" not in ev.record["files"] and len(ev.record["files"]) == 6
     assert any(n.startswith("labelled accuracy: 1 unreadable image(s) skipped (1/broken.png") for n in ev.notes())
     for p in root.rglob("*.png"):  # every image unreadable: an error naming one, not an empty score
