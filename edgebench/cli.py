@@ -49,6 +49,7 @@ from edgebench.remote.command import main as remote_main
 from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
+from edgebench.results.reader import read_cells
 from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
 from edgebench.results.store import ResultsStore
@@ -223,6 +224,13 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     return status
 
 
+def resumed_threads(run_dir: Path) -> dict[int, int]:
+    """instances -> threads_per_instance of the rows a run already has (the threads an auto setting chose then)."""
+    rows, _partial = read_cells(run_dir / "results.csv")
+    return {int(r["instances"]): int(r["threads_per_instance"]) for r in rows
+            if r.get("instances", "").isdigit() and r.get("threads_per_instance", "").isdigit()}
+
+
 def _resume(args: argparse.Namespace, env: Any) -> int:
     given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS if getattr(args, name, None) is not None]
     if given:
@@ -234,7 +242,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
     if not saved.exists():
         raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
     profile = load_profile(str(saved))
-    planned = expand(profile, env)
+    planned = expand(profile, env, resumed_threads=resumed_threads(run_dir))
     if args.dry_run:  # read only: no lock, no repair of results.csv, nothing measured
         done = ResultsStore(run_dir).done_hashes()
         todo = sum(1 for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done)

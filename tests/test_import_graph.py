@@ -222,7 +222,7 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "atomic_files": set(),
     "edgebench": set(),
     "telemetry": LOWEST,
-    "config": LOWEST | {"telemetry"},  # telemetry.catalog only: which samplers a profile may list
+    "config": LOWEST | {"telemetry"},  # telemetry.catalog (samplers a profile may list), power_calibration (checks)
     "device": LOWEST | {"telemetry", "config"},
     "models": LOWEST | {"config"},
     "evaluation": LOWEST | {"config", "models"},

@@ -78,8 +78,8 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
                                  "A list ([time-slicing, mps]) makes it a sweep dimension: every config once "
                                  "per mode (and one SLO search per mode)"),
         "kernel_profile_steps": Field("int", 0, minimum=0,
-                                      doc="GPU: profile this many inferences of instance 0 outside the window "
-                                          "to get tensor_core_time_pct (0 = off)"),
+                                      doc="GPU: profile this many inferences in the row's probe process (never a "
+                                          "measured one) to get tensor_core_time_pct (0 = off)"),
     },
     "telemetry": {
         "samplers": Field("list[str]", ["host"]),
@@ -92,6 +92,24 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "allow_changes": Field("bool", False, doc="must be true for power.modes: changing the mode needs root and "
                                                   "affects the whole board (restored at the end)"),
         "settle_s": Field("float", 5.0, minimum=0.0, doc="wait after switching a mode before the next row"),
+        "calibration": Field("map|none", None, doc="on-board sensor vs a wall meter: {scale, offset_w, source[, "
+                                                   "power_scope]}; rows get power_w_mean_calibrated = power_w_mean * "
+                                                   "scale + offset_w (raw columns unchanged)"),
+        "calibration_file": Field("str|none", None, doc="YAML with per-board calibrations: {boards: {<board model>: "
+                                                        "{scale, offset_w, source}}}; the board comes from the "
+                                                        "device tree / DMI"),
+    },
+    "cooldown": {
+        "enabled": Field("bool", False, doc="wait before each row until the GPU/SoC temperature and clock are back "
+                                            "near the idle baseline read before the first row (or timeout_s)"),
+        "source": Field("str", "auto", choices=("auto", "sysfs", "nvml"),
+                        doc="thermal probe: sysfs thermal zones + GPU devfreq (Jetson), nvml (discrete GPU), "
+                            "auto = nvml when the sweep uses a CUDA GPU, else sysfs"),
+        "sysfs_root": Field("str", "/", doc="root of the sysfs tree the sysfs probe reads (a fixture tree in tests)"),
+        "temp_margin_c": Field("float", 3.0, minimum=0.0, doc="settled when within this of the idle temperature"),
+        "clock_margin_pct": Field("float", 10.0, minimum=0.0, doc="settled when the clock is within this % of idle"),
+        "timeout_s": Field("float", 120.0, minimum=0.0, doc="give up waiting after this; the row says so"),
+        "poll_s": Field("float", 1.0, minimum=0.01, doc="seconds between two readings while waiting"),
     },
     "calibration": {
         "source": Field("str", "synthetic", doc="'synthetic', a folder of images / .npy files, or 'labelled': "

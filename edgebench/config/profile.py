@@ -32,6 +32,7 @@ from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for t
 from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.telemetry.catalog import SAMPLER_NAMES
+from edgebench.telemetry.power_calibration import parse_calibration, read_calibration_file
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 PROFILES_DIR = PROJECT_ROOT / "profiles"
@@ -70,6 +71,7 @@ class Profile:
     calibration: Mapping[str, Any]
     power: Mapping[str, Any] = field(default_factory=dict)
     accuracy: Mapping[str, Any] = field(default_factory=dict)
+    cooldown: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +85,7 @@ class Profile:
             "calibration": dict(self.calibration),
             "power": dict(self.power),
             "accuracy": dict(self.accuracy),
+            "cooldown": dict(self.cooldown),
         }
 
     def with_overrides(self, section: str, **values: Any) -> Profile:
@@ -240,6 +243,16 @@ def _semantic_problems(prof: Profile) -> list[ConfigError]:
     if tpi != "auto" and tpi < 1:
         problems.errors.append(ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
 
+    if prof.power.get("calibration") is not None:
+        try:
+            parse_calibration(prof.power["calibration"], src, "power.calibration")
+        except ConfigError as exc:
+            problems.errors.append(exc)
+    if prof.power.get("calibration_file"):
+        try:
+            read_calibration_file(prof.power["calibration_file"])
+        except ConfigError as exc:
+            problems.errors.append(exc)
     for name in prof.telemetry["samplers"]:
         if name not in SAMPLER_NAMES:
             problems.errors.append(ConfigError(src, "telemetry.samplers", f"unknown sampler {name!r} "

@@ -82,6 +82,15 @@ def _os_release() -> dict[str, str]:
     raise FileNotFoundError(2, "No such file or directory", "/etc/os-release")
 
 
+def board_name() -> str:
+    """The board in one line: device-tree model (Jetson), else DMI product name; '' when neither is readable."""
+    try:
+        board = _board()
+    except LookupError:
+        return ""
+    return board.get("model") or board.get("dmi_product") or ""
+
+
 def _board() -> dict[str, str]:
     """Device-tree model (Jetson / ARM boards), DMI product (x86), L4T release (Jetson)."""
     sources = {

@@ -1,8 +1,8 @@
 """Accuracy of a row against the FP32 reference on the same fixed inputs.
 
 The reference is the FP32 ONNX run by ONNX Runtime on the CPU (the most portable exact runtime),
-on `accuracy_samples` seeded inputs (or the model's real data). Every row's instance 0 runs the same
-inputs outside the measured window; this module compares the two, output by output (by name).
+on `accuracy_samples` seeded inputs (or the model's real data). Every row's probe process runs the same
+inputs (runner/probe.py, never a measured process); this module compares the two, output by output (by name).
 Metrics per output: minimum cosine similarity of a sample's values and max absolute error for every
 output; top-1 agreement (%) only where the output is a class-score vector ([N, C], float, C >= 2). Samples whose
 FP32 reference is ~0 (every |value| < NEAR_ZERO_REF: a detector on noise) are left out of the cosine; an output

@@ -3,14 +3,17 @@ files (results.row assembles the row from the parts)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.atomic_files import write_json_atomic
 from edgebench.backends.registry import get_backend
-from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
+from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.evaluation.tensorcores import kernel_summary
 from edgebench.models.inputs import describe_inputs, sample_count
@@ -18,6 +21,9 @@ from edgebench.models.spec import ModelSpec
 from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
+from edgebench.pipeline.phases import PhaseClock
+from edgebench.pipeline.plan import threads_note
+from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.results.row import IdleBaseline, RowParts
 from edgebench.results.row_files import write_row_files
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
@@ -25,6 +31,13 @@ from edgebench.runner.load import load_fields, slo_fields
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.telemetry import registry
+from edgebench.telemetry.power_calibration import (
+    PowerCalibration,
+    calibrated_fields,
+    for_board,
+    parse_calibration,
+    read_calibration_file,
+)
 from edgebench.telemetry.row_fields import telemetry_faults, telemetry_fields
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,12 +71,21 @@ def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[st
 def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             idle_power_w: float | None = None) -> RowParts:
     """Measure one config; returns the parts of its row beyond the identity (the sweep adds that; results.row
-    assembles them). Raises EdgebenchError on bad input."""
+    assembles them). Raises EdgebenchError on bad input.
 
-    spec = models.spec(cfg.model)
-    artifact = models.variant(spec, cfg.precision)
-    backend = get_backend(cfg.backend)
-    prepared = backend.prepare(cfg, artifact, models.artifacts)
+    The accuracy outputs, the kernel profile and a trt layer profile come from a probe process (pipeline/probe_step)
+    that runs before the instances and is reused across the rows it applies to; every phase's wall time goes to
+    row.json "phases" and the row's setup_s."""
+
+    clock = PhaseClock()
+    with clock("export"):
+        spec = models.spec(cfg.model)
+        models.fp32(spec)  # the exported (or given) fp32 ONNX, cached by content hash
+    with clock("precision"):
+        artifact = models.variant(spec, cfg.precision)
+    with clock("prepare"):
+        backend = get_backend(cfg.backend)
+        prepared = backend.prepare(cfg, artifact, models.artifacts)
     parts = RowParts(setup={
         "weights": _weights_cell(spec, artifact),
         "onnx_sha256": artifact.sha256,
@@ -74,10 +96,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         "calibration_source": calibration_label(artifact.sidecar) if cfg.precision == "int8" else None,
         "input_shapes": prepared_input_shapes(prepared, cfg.batch),
         "batch_note": batch_note(spec, cfg.batch),
+        "threads_note": threads_note(profile, cfg.instances, os.cpu_count() or 1, cfg.threads_per_instance),
     })
     # backend-specific row columns (trt: dla_fallback_layers, engine_build_s, engine_cache, engine evidence)
     parts.backend = {"provider": prepared.info.get("provider", ""), **prepared.info.get("row_fields", {})}
     acc_in = None
+    clock_inputs = time.monotonic()
     labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
     if labelled is not None:
         acc_in = {spec.input_name: labelled.inputs}
@@ -86,22 +110,30 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     elif cfg.accuracy_samples > 0:
         acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
         parts.setup["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
+    clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
+    with clock("probe"):  # never in a measured process; reused across batches and instance counts
+        probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
+    probe_row = probe_fields(probe, "")
+    parts.setup["probe"] = probe_row.get("probe")
+    parts.verdict.probe_notes = probe_row.get("reason", "")
     interval = profile.telemetry["interval_s"]
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
     samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
-        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, accuracy_inputs=acc_in, child_env=sharing.env)
-    write_row_files(row_dir, cfg, outcome, artifact, prepared.info)
-    if labelled is not None:
-        write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
+        t_runner = time.monotonic()
+        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env, probe=probe)
+        clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     parts.verdict.sharing_notes = list(sharing.notes)
     if outcome.status != "ok":
         parts.verdict.failure = outcome.reason
         if cfg.slo_ms is not None:
             failed = {"slo_ms": cfg.slo_ms, "slo_met": False, "slo_verdict": "failed"}
             parts.slo = lambda _status, _reason: (failed, "")
-        return parts
+        with clock("write"):
+            _write_files(row_dir, cfg, outcome, artifact, prepared, labelled, clock)
+        return _with_setup(parts, clock)
+    results_t0 = time.monotonic()
 
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
     parts.verdict.judged = judge(summary, cfg)
@@ -121,12 +153,14 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         parts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
     parts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
     parts.load = load_fields(cfg, outcome.instances, summary)
+    # power calibration (power.calibration / calibration_file): derived from the assembled power columns
+    parts.calibrate = functools.partial(_calibrated, power_calibration(profile))
     if cfg.slo_ms is not None:  # met / missed / unmeasured (too few inferences for a p99 is never a miss)
         parts.slo = lambda status, reason: slo_fields(cfg, outcome.instances, summary, status, reason)
     if cfg.kernel_profile_steps > 0:
         parts.kernels = kernel_fields(outcome.kernels, outcome.kernels_note)
-    if cfg.backend == "trt" and prepared.options.get("layer_profile"):  # after the window: rows/<i>/layers.csv
-        parts.verdict.layer_profile_note = layer_profile_note(prepared, row_dir)
+    clock.add("results", time.monotonic() - results_t0)
+    accuracy_t0 = time.monotonic()
     if acc_in is not None and outcome.accuracy_outputs:
         parts.accuracy, parts.verdict.accuracy_notes = accuracy_part(spec, models, acc_in, outcome.accuracy_outputs,
                                                                      cfg.seed)
@@ -136,18 +170,42 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         except ValueError as exc:
             parts.verdict.labels_note = f"accuracy vs labels not scored: {exc}"
         parts.verdict.accuracy_notes += labelled.notes()  # skipped images, empty class folders, no reserve
+    clock.add("accuracy", time.monotonic() - accuracy_t0)
+    with clock("write"):
+        _write_files(row_dir, cfg, outcome, artifact, prepared, labelled, clock)
+    return _with_setup(parts, clock)
+
+
+def _write_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, prepared: Any, labelled: Any,
+                 clock: PhaseClock) -> None:
+    """The row's files; row.json's phases are the clock's so far (its own write lands in the row's setup_s)."""
+    write_row_files(row_dir, cfg, outcome, artifact, prepared.info, phases=clock.record())
+    if labelled is not None:
+        write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
+
+
+def _with_setup(parts: RowParts, clock: PhaseClock) -> RowParts:
+    parts.setup["setup_s"] = clock.record()["setup"]
     return parts
 
 
-def layer_profile_note(prepared: Any, row_dir: Path) -> str:
-    """Profile every engine of a trt row layer by layer into row_dir/layers.csv; '' when it worked, else
-    why not (the row keeps its status: the profile is extra evidence, outside the measured window)."""
+def _calibrated(calibration: tuple[PowerCalibration | None, str], row: Any) -> dict[str, Any]:
+    """The calibrated power columns of an assembled row (results.row calls it after the energy columns)."""
+    return calibrated_fields(row, *calibration)
 
-    try:
-        write_layers_csv(profile_prepared(prepared, int(prepared.options["layer_profile"])), row_dir / "layers.csv")
-    except Exception as exc:  # noqa: BLE001 - a failed profile must not lose the measured row
-        return f"layer profile not written: {type(exc).__name__}: {exc}"
-    return ""
+
+def power_calibration(profile: Profile, board: str | None = None) -> tuple[PowerCalibration | None, str]:
+    """(the profile's power calibration for this board, or None and why when a file has none for it)."""
+    power = profile.power
+    if power.get("calibration"):
+        return parse_calibration(power["calibration"], profile.source, "power.calibration",
+                                 f"profile {profile.name}"), ""
+    if power.get("calibration_file"):
+        boards = read_calibration_file(power["calibration_file"])
+        board = board_name() if board is None else board
+        cal = for_board(boards, board)
+        return cal, "" if cal else f"none: {power['calibration_file']} has no entry for board {board or '(unreadable)'!r}"
+    return None, ""
 
 
 def _weights_cell(spec: ModelSpec, artifact: Any) -> str:

@@ -38,6 +38,7 @@ class ModelCache:
     _variants: dict[tuple[str, str], ModelArtifact] = field(default_factory=dict)
     _refs: dict[tuple[str, int, int], Any] = field(default_factory=dict)
     _specs: dict[str, ModelSpec] = field(default_factory=dict)
+    probes: dict[tuple, Any] = field(default_factory=dict)  # probe results by probe_key (pipeline/probe_step.py)
 
     def spec(self, model: str) -> ModelSpec:
         """The model's spec with its input set resolved (shapes from the profile's sweep.shapes or the spec)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,11 +33,31 @@ def placement_sets(profile: Profile) -> list[tuple[str, ...]]:
     return [(acc,) * n for n in profile.sweep["instances"]]
 
 
-def threads_for(profile: Profile, instances: int, cpu_count: int) -> int:
+HARNESS_CORES = 1  # threads_per_instance auto keeps this many cores for the orchestrator and the samplers
+
+
+def threads_for(profile: Profile, instances: int, cpu_count: int, resumed: Mapping[int, int] | None = None) -> int:
+    """`auto`: the cores minus one for the harness (orchestrator, samplers), split between the instances, at
+    least 1 (on 2 cores a single instance gets 1 thread; with as many instances as cores they share anyway).
+    `resumed` (instances -> threads): what the run being resumed already chose for auto, which wins, so an older
+    edgebench's choice (or another machine's) does not turn its finished rows into new configurations."""
     tpi = profile.run["threads_per_instance"]
     if tpi == "auto":
-        return max(1, cpu_count // instances)
+        if resumed and instances in resumed:
+            return resumed[instances]
+        return max(1, (cpu_count - HARNESS_CORES) // instances) if cpu_count > HARNESS_CORES else 1
     return int(tpi)
+
+
+def threads_note(profile: Profile, instances: int, cpu_count: int, threads: int) -> str:
+    """The row's threads_note: how threads_per_instance was chosen."""
+    if profile.run["threads_per_instance"] != "auto":
+        return f"run.threads_per_instance: {threads}"
+    if threads != threads_for(profile, instances, cpu_count):
+        return f"auto: {threads}, as the run being resumed chose it for {instances} instance(s)"
+    spare = " (the instances share the harness's core)" if instances * threads >= cpu_count else ""
+    return (f"auto: ({cpu_count} cores - {HARNESS_CORES} kept for the harness) // {instances} "
+            f"instance{'s' if instances != 1 else ''} = {threads}{spare}")
 
 
 def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | None = None) -> list[int]:
@@ -50,7 +71,8 @@ def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | 
 
 
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
-           fixed_batches: dict[str, int] | None = None) -> list[PlannedRun]:
+           fixed_batches: dict[str, int] | None = None, resumed_threads: Mapping[int, int] | None = None,
+           ) -> list[PlannedRun]:
     """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
     mode, GPU sharing, option set, repeat): the power mode is outermost so the board switches once per group of rows.
 
@@ -96,7 +118,7 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
             batch=batch,
             placements=placements,
             mode=mode,
-            threads_per_instance=threads_for(profile, len(placements), env.cpu_count),
+            threads_per_instance=threads_for(profile, len(placements), env.cpu_count, resumed_threads),
             warmup_s=run["warmup_s"],
             duration_s=run["duration_s"],
             max_duration_s=run["max_duration_s"],

@@ -21,6 +21,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
 from edgebench.errors import EdgebenchError
+from edgebench.pipeline.cooldown import Thermal
 from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
@@ -49,7 +50,8 @@ def run_sweep(
     """Run every planned config not already done in `store`; returns the rows written now.
 
     Rows with a `power_mode` switch the Jetson's nvpmodel mode before they run (once per group) and the
-    original mode and clocks are restored when the sweep ends, however it ends (edgebench.device.power_modes)."""
+    original mode and clocks are restored when the sweep ends, however it ends (edgebench.device.power_modes).
+    With cooldown.enabled each row after the first waits for the idle temperature and clock (pipeline/cooldown)."""
 
     done = store.done_hashes()
     todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
@@ -63,6 +65,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
     done = store.done_hashes()
     next_index = len(store.rows())
     written: list[dict[str, Any]] = []
+    thermal = Thermal(profile.cooldown, gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
     for i, p in enumerate(planned):
         cfg = p.cfg
         if cfg.config_hash() in done:
@@ -76,7 +79,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
         else:
             if on_start:
                 on_start(i, len(planned), cfg)
-            parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power)
+            parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal)
         row = _assemble(parts, row_dir)
         store.append(row)
         written.append(row)
@@ -87,18 +90,25 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
 
 
 def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, ident: dict[str, Any],
-             idle_power_w: float | None, power: Any) -> RowParts:
-    """The parts of one measured config's row; a failure is a failed row's parts (the sweep goes on)."""
+             idle_power_w: float | None, power: Any, thermal: Thermal) -> RowParts:
+    """The parts of one measured config's row; a failure is a failed row's parts (the sweep goes on). The thermal
+    part (cooldown before the row, temperatures at its start and end) is kept either way."""
+    heat: dict[str, Any] = {}
     try:
         if (effective := power.switch(cfg.power_mode)) is not None:
             ident["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
-        parts = execute(cfg, profile, models, row_dir, idle_power_w)
+        heat.update(thermal.before_row())
+        try:
+            parts = execute(cfg, profile, models, row_dir, idle_power_w)
+        finally:
+            heat.update(thermal.after_row())
         parts.identity = ident
+        parts.thermal = heat
         return parts
     except EdgebenchError as exc:
-        return RowParts(ident, verdict=Verdict(failure=str(exc)))
+        return RowParts(ident, thermal=heat, verdict=Verdict(failure=str(exc)))
     except Exception as exc:  # an internal bug must not cost the sweep its other rows
-        return RowParts(ident, verdict=Verdict(failure=_internal_error(exc, row_dir)))
+        return RowParts(ident, thermal=heat, verdict=Verdict(failure=_internal_error(exc, row_dir)))
 
 
 def _assemble(parts: RowParts, row_dir: Path) -> dict[str, Any]:

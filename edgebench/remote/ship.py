@@ -19,8 +19,8 @@ from typing import Any
 
 from edgebench.commands.options import apply_overrides, parse_bench_args
 from edgebench.config.profile import load_profile
+from edgebench.models import export  # module-qualified: tests stand in for export_onnx
 from edgebench.models.artifacts import Artifacts
-from edgebench.models.export import export_onnx
 from edgebench.models.spec import load_model_spec
 
 SHIP_DIR = ".edgebench-remote/onnx"  # on the board, relative to the remote folder
@@ -56,7 +56,7 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
     for name in models:
         spec = load_model_spec(name)
         with _EXPORT_LOCK:  # one export at a time; the second board then finds it in the cache
-            art = export_onnx(spec, cache)
+            art = export.export_onnx(spec, cache)
         (staging / "onnx" / f"{name}.onnx").write_bytes(art.path.read_bytes())
         data: dict[str, Any] = {
             "name": name,

@@ -5,6 +5,10 @@ between boards (cuda:0, gpu, dla0), so it is shown but not part of the key. For 
 measured in two or more runs, every run gets one line: median throughput and energy per inference of its
 ok rows and their ratio to the first run given on the command line (the reference). A run with no ok row
 for a configuration keeps its line, with ok/all showing why its values are empty.
+
+Every line says how far its ratio can be read (report/comparability.py): the setup facts in which this run's
+rows differ from the reference's (versions, board, power mode, threads, provider, weights, input data, engine
+cache...); a ratio between setups that differ in more than one fact is labelled CONFOUNDED.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from edgebench.report.comparability import differences, pair_label, run_differences, run_facts
 from edgebench.report.table_format import Col, Table, precision_rank
 from edgebench.results.runs import Run
 
@@ -40,6 +45,7 @@ def cross_run_records(runs: list[Run]) -> tuple[list[dict[str, Any]], int]:
         if len(by_run) < 2:
             single += 1
             continue
+        ref_facts = run_facts(runs[0], by_run.get(0, [])) if by_run.get(0) else None
         ref_tput = _median_ok(by_run.get(0, []), "throughput_ips")
         ref_energy = _median_ok(by_run.get(0, []), "energy_per_inference_mj")
         for i, run in enumerate(runs):
@@ -47,7 +53,12 @@ def cross_run_records(runs: list[Run]) -> tuple[list[dict[str, Any]], int]:
             tput = _median_ok(rows, "throughput_ips")
             energy = _median_ok(rows, "energy_per_inference_mj")
             rec: dict[str, Any] = dict(zip(COMPARE_KEYS, key))
+            if i == 0 or ref_facts is None or not rows:
+                setup = "reference" if i == 0 else ""
+            else:
+                setup = pair_label(differences([ref_facts, run_facts(run, rows)]))
             rec.update(
+                setup_vs_reference=setup,
                 batch=int(key[3]) if key[3] else None, instances=int(key[4]) if key[4] else None,
                 run=run.label, reference="yes" if i == 0 else "",
                 placement=rows[0].get("placement") or "" if rows else "",
@@ -71,9 +82,18 @@ def cross_run_table(runs: list[Run]) -> Table:
              Col("throughput_ips_median", "Throughput median (img/s)", True),
              Col("throughput_ratio", "Throughput / reference (x)", True),
              Col("energy_per_inference_mj_median", "Energy median (mJ/img)", True),
-             Col("energy_ratio", "Energy / reference (x)", True)]
+             Col("energy_ratio", "Energy / reference (x)", True),
+             Col("setup_vs_reference", "Setup vs reference")]
     notes = [f"reference run: {runs[0].label} ({runs[0].path})",
              "medians of ok rows; a ratio is empty when either side has no ok value"]
+    diffs = run_differences(runs)
+    if diffs:
+        notes.append("the runs differ in: " + "; ".join(
+            f"{d.fact} ({' vs '.join(d.values)})" for d in diffs))
+    else:
+        notes.append("the runs record the same setup (see the report's comparability section)")
+    notes.append("Setup vs reference: the facts this configuration's rows differ in; CONFOUNDED = more than one, "
+                 "so the ratio is not the effect of one factor")
     if single:
         notes.append(f"{single} configuration(s) measured in only one run are not compared")
     return Table("cross_run", "The same configurations across runs", cols, records, notes)

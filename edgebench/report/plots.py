@@ -13,6 +13,7 @@ lists them in report order and keeps the names callers import from `edgebench.re
 from __future__ import annotations
 
 from edgebench.report.batch_plots import energy_vs_batch, latency_vs_batch, throughput_vs_batch
+from edgebench.report.comparability import run_differences
 from edgebench.report.figure import FigureData, Point, Series, slug
 from edgebench.report.load_plots import latency_vs_load
 from edgebench.report.render import FORMATS, matplotlib_missing, render
@@ -26,5 +27,13 @@ __all__ = ["FORMATS", "FigureData", "Point", "Series", "all_figures", "energy_vs
 
 
 def all_figures(runs: list[Run], max_timelines: int | None = None) -> list[FigureData]:
-    return [*throughput_vs_batch(runs), *throughput_vs_instances(runs), *latency_vs_batch(runs),
-            *energy_vs_batch(runs), *latency_vs_load(runs), *timeline_figures(runs, max_timelines)]
+    figures = [*throughput_vs_batch(runs), *throughput_vs_instances(runs), *latency_vs_batch(runs),
+               *energy_vs_batch(runs), *latency_vs_load(runs), *timeline_figures(runs, max_timelines)]
+    if len(runs) > 1:  # a figure that sets runs side by side says what else differs between them
+        diffs = run_differences(runs)
+        note = ("runs differ in: " + "; ".join(f"{d.fact} ({' vs '.join(d.values)})" for d in diffs)
+                if diffs else "the runs record the same setup")
+        for fig in figures:
+            if not fig.name.startswith("power_timeline"):
+                fig.caption.append(note)
+    return figures

@@ -4,7 +4,8 @@ Input: result rows (results.csv of one or more runs). Only `ok` rows count; how 
 ok is in the table, so a precision with failed/invalid repeats is visible, not silently averaged.
 Speedup = median throughput of the precision / median throughput of fp32 for the same model,
 backend, batch, instances, mode, placement and options. Its range is the most pessimistic and most
-optimistic pairing of the repeats: min(p)/max(fp32) .. max(p)/min(fp32).
+optimistic pairing of the repeats: min(p)/max(fp32) .. max(p)/min(fp32); its confidence interval is a
+bootstrap of the ratio of medians (report/intervals.py), as is the interval of the median throughput.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from edgebench.report.intervals import median_ci, ratio_ci
 from edgebench.results.reader import read_table, typed_row
 
 # power_mode (Jetson nvpmodel): rows of different power modes are different configurations, not repeats
 GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options", "power_mode")
 COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ips_median", "throughput_ips_min",
-           "throughput_ips_max", "speedup_vs_fp32", "speedup_min", "speedup_max", "tensor_core_time_pct_median",
+           "throughput_ips_max", "throughput_ips_ci_lo", "throughput_ips_ci_hi", "speedup_vs_fp32", "speedup_min",
+           "speedup_max", "speedup_ci_lo", "speedup_ci_hi", "tensor_core_time_pct_median",
            "energy_per_inference_mj_median")
 BASELINE = "fp32"
 
@@ -56,8 +59,13 @@ def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                        throughput_ips_median=_median(tput), throughput_ips_min=min(tput, default=None),
                        throughput_ips_max=max(tput, default=None), tensor_core_time_pct_median=_median(tc),
                        energy_per_inference_mj_median=_median(energy),
-                       speedup_vs_fp32=None, speedup_min=None, speedup_max=None)
+                       speedup_vs_fp32=None, speedup_min=None, speedup_max=None, speedup_ci_lo=None,
+                       speedup_ci_hi=None)
+            ci = median_ci(tput)
+            rec.update(throughput_ips_ci_lo=ci.lo, throughput_ips_ci_hi=ci.hi)
             if tput and base:
+                ratio = ratio_ci(tput, base)
+                rec.update(speedup_ci_lo=ratio.lo, speedup_ci_hi=ratio.hi)
                 rec["speedup_vs_fp32"] = statistics.median(tput) / statistics.median(base)
                 rec["speedup_min"] = min(tput) / max(base)
                 rec["speedup_max"] = max(tput) / min(base)

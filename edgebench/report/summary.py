@@ -18,8 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench import __version__
+from edgebench.report.anchors import load_anchors, match_anchors
+from edgebench.report.comparability import summary_lines
 from edgebench.report.layers import write_layer_page
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
+from edgebench.report.setup_time import HEAD as SETUP_HEAD
+from edgebench.report.setup_time import setup_table
 from edgebench.report.tables import Table, all_tables
 from edgebench.results.runs import Run, load_runs, profile_name
 from edgebench.results.schema import STATUSES
@@ -107,6 +111,39 @@ def _reasons(run: Run) -> list[tuple[str, str, int, list[str]]]:
     return [(st, reason, len(idx), idx) for (st, reason), idx in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1]))]
 
 
+def comparability_blocks(runs: list[Run]) -> list[tuple]:
+    """The report's top: what differs between the runs that can move a number (only with 2+ runs)."""
+    if len(runs) < 2:
+        return []
+    intro, rows, same = summary_lines(runs)
+    b: list[tuple] = [("h2", "Comparability of the runs"), ("p", [". ".join(intro) + "."])]
+    if rows:
+        b.append(("table", ["fact", *[r.label for r in runs]], rows))
+    if same:
+        b.append(("p", ["Same in every run: " + "; ".join(same)]))
+    return b
+
+
+def anchor_blocks(runs: list[Run]) -> list[tuple]:
+    """Published results (references/*.yaml) beside matching rows, or why no row matches one."""
+    anchors = load_anchors()
+    if not anchors:
+        return []
+    matches, unmatched = match_anchors(runs, anchors)
+    b: list[tuple] = [("h2", "Reference anchors (published results)")]
+    for m in matches:
+        a = m.anchor
+        b.append(("p", [f"{a.benchmark}, {a.system}, {a.scenario}: {a.metric} {a.value:g} {a.unit} published; "
+                        f"row {m.row.get('row_index')} of {m.run.label}: {m.measured:.4g} ({m.ratio:.3g}x). "
+                        f"Source: {a.provenance.get('repository')}@{a.provenance.get('commit', '')[:12]} "
+                        f"{a.provenance.get('result_file')}"]))
+        b.append(("ul", [[f"differs: {d}"] for d in m.differences] or [["no setup difference recorded"]]))
+    if unmatched:
+        b.append(("p", ["Not compared (only matching setups are):"]))
+        b.append(("ul", [[line] for line in unmatched]))
+    return b
+
+
 def _rel(report: Report, path: Path) -> str:
     return path.relative_to(report.out_dir).as_posix()
 
@@ -115,17 +152,22 @@ def summary_blocks(report: Report) -> list[tuple]:
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     b: list[tuple] = [("h1", "edgebench report"),
                       ("p", [f"Written {now} by edgebench {__version__} from {len(report.runs)} run folder(s)."])]
+    b += comparability_blocks(report.runs)
     b.append(("h2", "Runs"))
-    head = ["#", "run", "run id", "folder", "profile", "device", *STATUSES]
+    head = ["#", "run", "run id", "folder", "profile", "device", "written by edgebench", *STATUSES]
     rows = []
     for i, run in enumerate(report.runs):
         counts = run.status_counts()
         rows.append([str(i + 1), run.label, run.run_id, str(run.path), profile_name(run) or "-", run.device(),
-                     *[str(counts.get(s, 0)) for s in STATUSES]])
+                     run.written_by, *[str(counts.get(s, 0)) for s in STATUSES]])
     b.append(("table", head, rows))
     for run in report.runs:
         b.append(("h3", f"System: {run.label}"))
         b.append(("ul", [[line] for line in _system_lines(run)] + [[f"note: {n}"] for n in run.notes]))
+    b.append(("h2", "Time outside measurement windows"))
+    b.append(("p", ["Wall time of the rows (row.json phases) and how much of it was not a measured window or "
+                    "warm-up: export, precision, prepare, probe, spawn, load, collect, accuracy, write."]))
+    b.append(("table", SETUP_HEAD, setup_table(report.runs)))
     b.append(("h2", "Rows that are not ok"))
     any_reason = False
     for run in report.runs:
@@ -138,6 +180,7 @@ def summary_blocks(report: Report) -> list[tuple]:
                          for status, reason, n, idx in reasons]))
     if not any_reason:
         b.append(("p", ["every row is ok"]))
+    b += anchor_blocks(report.runs)
     b.append(("h2", "Tables"))
     items = []
     for table in report.tables:

@@ -13,12 +13,14 @@ under the table so the columns stay narrow, in Markdown and CSV the reason is a 
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from typing import Any
 
 from edgebench.report.accuracy_table import accuracy_table
+from edgebench.report.anchors import anchors_table, load_anchors, match_anchors
 from edgebench.report.compare import cross_run_table
+from edgebench.report.intervals import METHOD, Interval, median_ci
+from edgebench.report.repeats_table import repeats_table
 from edgebench.report.slo_table import slo_table
 from edgebench.report.speedup import speedup_rows
 from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, latex_escape: used via this module
@@ -54,7 +56,7 @@ def results_table(runs: list[Run]) -> Table:
     for run in runs:
         for row in sorted(run.rows, key=_row_sort_key):
             records.append({
-                "run": run.label, "row_index": row.get("row_index", ""),
+                "run": run.label, "row_index": row.get("row_index", ""), "repeat": row.get("repeat"),
                 "model": row.get("model") or "", "backend": row.get("backend") or "",
                 "precision": row.get("precision") or "", "batch": row.get("batch"),
                 "instances": row.get("instances"), "placement": row.get("placement") or "",
@@ -74,6 +76,8 @@ def results_table(runs: list[Run]) -> Table:
         cols.append(Col("options", "Options"))
     if _has(records, "power_mode"):
         cols.append(Col("power_mode", "Power mode"))
+    if any(r["repeat"] for r in records):  # --repeats N: which measurement of its configuration the row is
+        cols.append(Col("repeat", "Repeat", True))
     cols += [Col("throughput_ips", "Throughput (img/s)", True), Col("latency_ms_p50", "p50 (ms)", True),
              Col("latency_ms_p99", "p99 (ms)", True), Col("power_w_mean", "Power (W)", True),
              Col("energy_per_inference_mj", "Energy (mJ/img)", True),
@@ -106,6 +110,9 @@ def speedup_table(runs: list[Run]) -> Table:
                        batch=_int(rec["batch"]), instances=_int(rec["instances"]))
             rec["speedup_range"] = (f"{fmt_num(rec['speedup_min'], 3)}..{fmt_num(rec['speedup_max'], 3)}"
                                     if rec["speedup_min"] is not None else "")
+            rec["speedup_ci"] = _ci_text(rec["speedup_ci_lo"], rec["speedup_ci_hi"], rec["speedup_vs_fp32"])
+            rec["throughput_ci"] = _ci_text(rec["throughput_ips_ci_lo"], rec["throughput_ips_ci_hi"],
+                                            rec["throughput_ips_median"])
             records.append(rec)
     records.sort(key=lambda r: (r["run"], r["model"], r["backend"], r["mode"], r["options"], r["instances"] or 0,
                                 r["batch"] or 0, precision_rank(r["precision"])))
@@ -118,7 +125,13 @@ def speedup_table(runs: list[Run]) -> Table:
         cols.append(Col("power_mode", "Power mode"))
     cols += [Col("precision", "Precision"), Col("ok_all", "ok/all repeats"),
              Col("throughput_ips_median", "Throughput median (img/s)", True),
-             Col("speedup_vs_fp32", "Speedup vs fp32 (x)", True), Col("speedup_range", "Range (x)"),
+             Col("throughput_ci", "Throughput 95% CI (img/s)"),
+             Col("throughput_ips_ci_lo", "Throughput CI low (img/s)", True, csv_only=True),
+             Col("throughput_ips_ci_hi", "Throughput CI high (img/s)", True, csv_only=True),
+             Col("speedup_vs_fp32", "Speedup vs fp32 (x)", True), Col("speedup_ci", "Speedup 95% CI (x)"),
+             Col("speedup_ci_lo", "Speedup CI low (x)", True, csv_only=True),
+             Col("speedup_ci_hi", "Speedup CI high (x)", True, csv_only=True),
+             Col("speedup_range", "Range (x)"),
              Col("speedup_min", "Speedup min (x)", True, csv_only=True),
              Col("speedup_max", "Speedup max (x)", True, csv_only=True),
              Col("tensor_core_time_pct_median", "TC time (%)", True),
@@ -126,7 +139,8 @@ def speedup_table(runs: list[Run]) -> Table:
     return Table("speedup", "Speedup over strict fp32 per batch (median of ok repeats; range = worst..best pairing)",
                   cols, records,
                   ["only ok rows count; ok/all shows repeats that were invalid or failed; skipped rows are left out",
-                   "no speedup without an ok fp32 row for the same configuration"])
+                   "no speedup without an ok fp32 row for the same configuration",
+                   f"CI: {METHOD}; speedup CI resamples both precisions' repeats; 'n=1' = one ok repeat, no CI"])
 
 
 # ---------------------------------------------------------------------------------------- scaling
@@ -149,9 +163,11 @@ def scaling_records(run: Run) -> list[dict[str, Any]]:
         if len(by_n) < 2:
             continue
         medians: dict[int, float | None] = {}
+        cis: dict[int, Interval] = {}
         for n, rows in by_n.items():
             tput = [t for r in rows if r.get("status") == "ok" and (t := r.get("throughput_ips")) is not None]
-            medians[n] = statistics.median(tput) if tput else None
+            cis[n] = median_ci(tput)
+            medians[n] = cis[n].median
         ok_ns = [n for n in sorted(by_n) if medians[n] is not None]
         n0 = ok_ns[0] if ok_ns else None
         for n in sorted(by_n):
@@ -160,6 +176,8 @@ def scaling_records(run: Run) -> list[dict[str, Any]]:
                                        placement=rows[0].get("placement") or "",
                                        ok_all=f"{sum(r.get('status') == 'ok' for r in rows)}/{len(rows)}",
                                        throughput_ips_median=medians[n], baseline_instances=n0,
+                                       throughput_ips_ci_lo=cis[n].lo, throughput_ips_ci_hi=cis[n].hi,
+                                       throughput_ci=_ci_text(cis[n].lo, cis[n].hi, medians[n]),
                                        throughput_ips_per_instance=None, throughput_ips_linear=None,
                                        scaling_efficiency_pct=None)
             med, base = medians[n], (medians[n0] if n0 is not None else None)
@@ -185,18 +203,29 @@ def scaling_table(runs: list[Run]) -> Table:
         cols.append(Col("power_mode", "Power mode"))
     cols += [Col("instances", "Inst.", True), Col("ok_all", "ok/all"),
              Col("throughput_ips_median", "Throughput median (img/s)", True),
+             Col("throughput_ci", "Throughput 95% CI (img/s)"),
+             Col("throughput_ips_ci_lo", "Throughput CI low (img/s)", True, csv_only=True),
+             Col("throughput_ips_ci_hi", "Throughput CI high (img/s)", True, csv_only=True),
              Col("throughput_ips_per_instance", "Per instance (img/s)", True),
              Col("throughput_ips_linear", "Linear from fewest (img/s)", True),
              Col("scaling_efficiency_pct", "Scaling efficiency (%)", True)]
     notes = ["efficiency = throughput(n) / (throughput(n0) * n / n0), n0 = fewest instances with an ok row; "
-             "only ok rows count"]
+             "only ok rows count", f"CI: {METHOD}; 'n=1' = one ok repeat, no CI"]
     if not records:
         notes.append("no configuration was measured at two or more instance counts")
     return Table("scaling", "Throughput scaling with concurrent instances", cols, records, notes)
 
 
+def _ci_text(lo: float | None, hi: float | None, median: float | None) -> str:
+    if median is None:
+        return ""
+    if lo is None or hi is None:
+        return "n=1, no CI"
+    return f"[{fmt_num(lo)}, {fmt_num(hi)}]"
+
+
 def all_tables(runs: list[Run]) -> list[Table]:
-    tables = [results_table(runs), speedup_table(runs), scaling_table(runs)]
+    tables = [results_table(runs), repeats_table(runs), speedup_table(runs), scaling_table(runs)]
 
     if (accuracy := accuracy_table(runs)) is not None:  # only when rows were scored against labels
         tables.append(accuracy)
@@ -204,4 +233,7 @@ def all_tables(runs: list[Run]) -> list[Table]:
         tables.append(slo)
     if len(runs) > 1:
         tables.append(cross_run_table(runs))
+    matches, _unmatched = match_anchors(runs, load_anchors())
+    if matches:  # only when a row's setup matches a published result (the summary says why not otherwise)
+        tables.append(anchors_table(matches))
     return tables

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
-from edgebench.results.schema import COLUMN_NAMES, COLUMN_TYPES
+from edgebench.results.schema import COLUMN_NAMES, COLUMN_TYPES, REQUIRED
 
 _BOOLS = {"true": True, "false": False}
 
@@ -87,17 +87,33 @@ def cells_of(line: str) -> list[str]:
     return next(csv.reader([line]), [])
 
 
+def edgebench_header(names: list[str]) -> bool:
+    """A header some edgebench wrote: it has the required columns, config_hash and edgebench_version."""
+    return all(n in names for n in (*REQUIRED, "config_hash", "edgebench_version"))
+
+
 def read_cells(path: Path) -> tuple[list[dict[str, str]], str]:
-    """(complete rows as text cells, partial last line) of a results.csv this edgebench wrote; [] when absent."""
+    """(complete rows as text cells, partial last line) of a results.csv some edgebench wrote; [] when absent.
+    An earlier edgebench's header (other columns, other order) is read by column name: this edgebench's columns
+    first ("" where the file has none), then the file's own extra columns."""
     if not path.exists():
         return [], ""
     with open(path, newline="") as fh:
         text = fh.read()
     lines, partial = split_lines(text)
+    names = list(COLUMN_NAMES)
     if lines and lines[0] != HEADER_LINE:
-        raise EdgebenchError(f"{path}: header differs from this edgebench's columns; start a new run directory")
-    rows = [cells_of(line) for line in lines[1:]]
-    return [dict(zip(COLUMN_NAMES, c, strict=True)) for c in rows if len(c) == len(COLUMN_NAMES)], partial
+        names = cells_of(lines[0])
+        if not edgebench_header(names):
+            raise EdgebenchError(f"{path}: header differs from this edgebench's columns and is not an earlier "
+                                 "edgebench's either; start a new run directory")
+    out = []
+    for cells in (cells_of(line) for line in lines[1:]):
+        if len(cells) != len(names):
+            continue
+        by_name = dict(zip(names, cells, strict=True))
+        out.append({n: by_name.get(n, "") for n in (*COLUMN_NAMES, *[k for k in names if k not in COLUMN_NAMES])})
+    return out, partial
 
 
 def read_rows(path: Path | str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ The pipeline hands over what it has, as plain dicts (`RowParts`); each part clai
   accuracy   agreement with the FP32 reference (evaluation.accuracy.row_fields)
   labelled   the labelled data set and its scores (models.labelled)
   kernels    tensor-core evidence from a kernel profile (pipeline.execute.kernel_fields)
+  thermal    the opt-in cooldown before the row and the temperature at its start and end (pipeline.cooldown)
   slo        an SLO probe's slo_ms / slo_met / slo_verdict (runner.load.slo_fields): the one part that depends on
              the outcome, so it comes as a function of (status, reason so far) that the outcome step calls
 
@@ -30,11 +31,13 @@ one column are legitimate the choice is a rule stated here, never the order of d
     telemetry_source    every sampler, '+'-joined in the profile's order
 
 Derived after the parts (each from columns already in the row): energy_per_inference_mj (energy_j / samples)
-and, with an idle baseline that applies to the row, power_w_idle and energy_per_inference_dynamic_mj.
+and, with an idle baseline that applies to the row, power_w_idle and energy_per_inference_dynamic_mj; then the
+power-calibration step (a function the pipeline hands over, telemetry.power_calibration): power_w_mean_calibrated,
+energy_per_inference_calibrated_mj and power_calibration, from the raw power columns, which stay as measured.
 
 status and reason are not columns a part writes but the row's Outcome, built by explicit steps in one order
-(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing notes; then the SLO part) | the
-runner's judgment, then invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing; the SLO
+(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing and probe notes; then the SLO part) | the
+runner's judgment, then invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing, the probe; the SLO
 part, judged on the status and reason so far, and its note; layer profile, accuracy vs FP32, accuracy vs labels.
 """
 
@@ -49,14 +52,18 @@ from edgebench import __version__
 from edgebench.config.run_config import RunConfig
 from edgebench.results.schema import COLUMN_NAMES, ColumnTypeError, type_problem
 
-PART_ORDER = ("identity", "setup", "backend", "metrics", "telemetry", "load", "accuracy", "labelled", "kernels",
-              "slo")
+PART_ORDER = ("identity", "setup", "backend", "metrics", "telemetry", "thermal", "load", "accuracy", "labelled",
+              "kernels", "slo")
 OUTCOME_COLUMNS = ("status", "reason")
-DERIVED = {"energy_per_inference_mj": "energy", "power_w_idle": "energy", "energy_per_inference_dynamic_mj": "energy"}
+DERIVED = {"energy_per_inference_mj": "energy", "power_w_idle": "energy", "energy_per_inference_dynamic_mj": "energy",
+           "power_w_mean_calibrated": "calibration", "energy_per_inference_calibrated_mj": "calibration",
+           "power_calibration": "calibration"}
 # columns two parts may both write, and the part whose non-empty value wins (the rule in the docstring)
 PREFERRED = {"tensor_core_evidence": ("kernels", "backend"), "slo_ms": ("slo", "load")}
 # the SLO part: (status, reason so far) -> (slo columns, a note for the reason or "")
 SloJudge = Callable[[str, str], tuple[dict[str, Any], str]]
+# the power-calibration step: the row with its energy columns -> power_w_mean_calibrated, ..., power_calibration
+Calibrate = Callable[[dict[str, Any]], dict[str, Any]]
 TELEMETRY_JOINED = {"throttle_reasons": ";", "telemetry_source": "+"}
 
 
@@ -87,6 +94,7 @@ class Verdict:
     judged: tuple[str, str] | None = None  # runner.metrics.judge: ("ok" | "invalid", reason)
     telemetry_faults: list[str] = field(default_factory=list)
     sharing_notes: list[str] = field(default_factory=list)  # runner.mps: the MPS daemon's notes
+    probe_notes: str = ""  # pipeline.probe_step: where the probe (accuracy, kernel/layer profile) failed
     layer_profile_note: str = ""
     accuracy_notes: list[str] = field(default_factory=list)
     labels_note: str = ""
@@ -103,7 +111,9 @@ class RowParts:
     accuracy: dict[str, Any] = field(default_factory=dict)
     labelled: dict[str, Any] = field(default_factory=dict)
     kernels: dict[str, Any] = field(default_factory=dict)
+    thermal: dict[str, Any] = field(default_factory=dict)  # pipeline.cooldown: cooldown_s/_note, temp_c_start/_end
     slo: SloJudge | None = None
+    calibrate: Calibrate | None = None
     idle: IdleBaseline | None = None
     verdict: Verdict = field(default_factory=Verdict)
 
@@ -116,6 +126,7 @@ def identity(cfg: RunConfig, run_id: str, index: int, power_mode: str | None = N
         "run_id": run_id,
         "row_index": index,
         "config_hash": cfg.config_hash(),
+        "repeat": cfg.repeat,
         "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": cfg.model,
         "backend": cfg.backend,
@@ -166,7 +177,7 @@ def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | No
         return Outcome("skipped", verdict.skip_reason), slo_fields
     if verdict.failure is not None or verdict.judged is None:
         out = Outcome.failed(verdict.failure or "no measurement")
-        for note in verdict.sharing_notes:
+        for note in (*verdict.sharing_notes, verdict.probe_notes):
             out.note(note)
     else:
         out = Outcome(*verdict.judged)
@@ -174,7 +185,7 @@ def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | No
             out.invalidate(fault)
         if throttled:
             out.invalidate(f"device throttled: {throttle_reasons}")
-        for note in verdict.sharing_notes:
+        for note in (*verdict.sharing_notes, verdict.probe_notes):
             out.note(note)
     if slo is not None:
         slo_fields, slo_note = slo(out.status, out.reason)
@@ -189,7 +200,7 @@ def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | No
 
 def _checked(part: str, fields: dict[str, Any]) -> dict[str, Any]:
     for name, value in fields.items():
-        if name in OUTCOME_COLUMNS or name in DERIVED:
+        if name in OUTCOME_COLUMNS or (name in DERIVED and DERIVED[name] != part):
             step = "the outcome" if name in OUTCOME_COLUMNS else f"the {DERIVED[name]} step"
             raise RowAssemblyError(f"part {part!r} wrote column {name!r}, which only {step} of results.row writes")
         if name not in COLUMN_NAMES:
@@ -224,7 +235,7 @@ def assemble_row(parts: RowParts) -> Row:
     result, slo = outcome(parts.verdict, telemetry.get("throttled"), telemetry.get("throttle_reasons"), parts.slo)
     named = {"identity": parts.identity, "setup": parts.setup, "backend": parts.backend, "metrics": parts.metrics,
              "telemetry": telemetry, "load": parts.load, "accuracy": parts.accuracy, "labelled": parts.labelled,
-             "kernels": parts.kernels, "slo": slo}
+             "kernels": parts.kernels, "thermal": parts.thermal, "slo": slo}
     for part in PART_ORDER:
         for name, value in _checked(part, named[part]).items():
             claims.setdefault(name, []).append((part, value))
@@ -240,6 +251,9 @@ def assemble_row(parts: RowParts) -> Row:
             value = by_part.get(part)
         _put(row, name, value, part)
     _derive_energy(row, parts.idle)
+    if parts.calibrate is not None:
+        for name, value in _checked("calibration", parts.calibrate(row)).items():
+            _put(row, name, value, "calibration")
     _put(row, "status", result.status, "outcome")
     _put(row, "reason", result.reason, "outcome")
     return row

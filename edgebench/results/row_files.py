@@ -13,7 +13,9 @@ from edgebench.atomic_files import write_json_atomic
 from edgebench.config.run_config import RunConfig
 
 
-def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict) -> None:
+def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict,
+                    phases: dict[str, float] | None = None) -> None:
+    """`phases`: the row's wall time per phase in seconds (pipeline/phases.py), kept in row.json."""
     row_dir.mkdir(parents=True, exist_ok=True)
     with gzip.open(row_dir / "latencies.csv.gz", "wt", newline="") as fh:
         w = csv.writer(fh)
@@ -36,6 +38,11 @@ def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, 
         "measure_start_ns": outcome.measure_start_ns,
         "measure_end_ns": outcome.measure_end_ns,
         "phase_s": outcome.phase_s,
+        "phases": phases or {},
+        "probe": None if outcome.probe is None else {
+            "label": outcome.probe.label, "pid": outcome.probe.pid, "batch": outcome.probe.batch,
+            "seconds": round(outcome.probe.seconds, 6), "notes": outcome.probe.notes,
+            "kernels_note": outcome.probe.kernels_note},
         "instances": [{"instance": i.instance, "placement": i.placement, "pid": i.pid,
                        "inferences": int(len(i.start_ns)), "error": i.error} for i in outcome.instances],
         "telemetry": [{"source": t.source, "interval_s": t.interval_s, "notes": t.notes,

@@ -7,6 +7,7 @@ Rows are typed by results.reader (the schema's type per column; None = not measu
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from typing import Any
 
 from edgebench.errors import EdgebenchError
 from edgebench.results.reader import read_table
-from edgebench.results.schema import STATUSES
+from edgebench.results.schema import COLUMN_NAMES, STATUSES
+from edgebench.results.store import COLUMNS_NOTE, missing_reason, written_by
 
 CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options")
 _GPU_NOTE = re.compile(r"nvml device \d+: ([^,;|]+)")
@@ -29,6 +31,17 @@ class Run:
     profile: dict[str, Any] | None = None
     label: str = ""
     notes: list[str] = field(default_factory=list)  # stated absences (no system.json, ...)
+    missing_columns: list[str] = field(default_factory=list)  # columns of this version the run's results.csv lacks
+
+    @property
+    def written_by(self) -> str:
+        """The edgebench version(s) that wrote the rows (their edgebench_version, else system.json's), its git
+        commit when system.json has one, and how many of this version's columns its results.csv has."""
+        version = written_by(self.rows) or str((self.system or {}).get("edgebench_version") or "not recorded")
+        commit = str(((self.system or {}).get("git") or {}).get("commit") or "")[:12]
+        have = len(COLUMN_NAMES) - len(self.missing_columns)
+        return (f"{version}" + (f" (git {commit})" if commit else "")
+                + (f", {have} of {len(COLUMN_NAMES)} columns" if self.missing_columns else ""))
 
     @property
     def run_id(self) -> str:
@@ -68,7 +81,23 @@ def load_run(path: Path | str) -> Run:
     results = path / "results.csv"
     if not results.exists():
         raise EdgebenchError(f"{path}: not a run folder (no results.csv)")
-    run = Run(path=path, rows=read_table(results, required=("model", "backend", "precision", "batch", "status")))
+    read = read_table(results, required=("model", "backend", "precision", "batch", "status"))
+    with open(results, newline="") as fh:
+        names = next(csv.reader(fh), [])
+    rows = [{c: None for c in COLUMN_NAMES} | r for r in read]  # an older results.csv: its missing columns empty
+    run = Run(path=path, rows=rows, missing_columns=[c for c in COLUMN_NAMES if c not in names])
+    if run.missing_columns:
+        run.notes.append(f"results.csv written by edgebench {written_by(rows) or '(version not recorded)'} has no "
+                         f"{', '.join(run.missing_columns)}: empty here ({missing_reason(written_by(rows))})")
+    upgrade_note = path / COLUMNS_NOTE
+    if upgrade_note.exists():
+        try:
+            up = json.loads(upgrade_note.read_text())
+            run.notes.append(f"results.csv upgraded by --resume from edgebench {up.get('upgraded_from') or '?'} "
+                             f"(original kept as {up.get('kept_as')}); {len(up.get('empty_columns') or {})} column(s) "
+                             f"empty in its {up.get('rows')} earlier row(s): {', '.join(up.get('empty_columns') or {})}")
+        except (OSError, json.JSONDecodeError, AttributeError) as exc:
+            run.notes.append(f"{upgrade_note}: unreadable ({exc})")
     system_path = path / "system.json"
     if system_path.exists():
         try:

@@ -50,10 +50,14 @@ COLUMNS: list[Column] = [
     Column("run_id", "", "the run directory's id (runs/<run_id>)"),
     Column("row_index", "", "position of this config in the planned sweep (0-based)"),
     Column("config_hash", "", "hash of the RunConfig; --resume skips configs with an ok/invalid/skipped row"),
+    Column("repeat", "", "index (0-based) of this measurement among run.repeats identical ones (--repeats N); "
+                         "the report's intervals are over rows that differ only here"),
     Column("started_utc", "", "UTC start of the row's measurement, ISO 8601"),
     Column("weights", "", "weights used and their sha256: torchvision:<Enum>.<member> or a file name, then "
                           "'sha256:<16 hex>'; or random-init / from-onnx"),
     Column("threads_per_instance", "threads", "CPU threads given to each instance"),
+    Column("threads_note", "", "how threads_per_instance was chosen, e.g. 'auto: (2 cores - 1 kept for the "
+                               "harness) // 1 instance'"),
     Column("power_mode", "", "Jetson nvpmodel mode the row ran in, as nvpmodel -q named it after the switch "
                              "(only when power.modes sweeps it; system.json records the mode otherwise)"),
     Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider"),
@@ -63,6 +67,11 @@ COLUMNS: list[Column] = [
            "inferences completed inside the window, all instances; one inference = one batch (not one sample)"),
     Column("samples", "samples", "input samples completed inside the window: inferences * batch"),
     Column("warmup_s", "s", "warm-up each instance ran before the barrier"),
+    Column("setup_s", "s", "the row's wall time outside its measured window and warm-up (export, precision, "
+                           "prepare, probe, spawn, load, collect, accuracy, write; per phase in row.json 'phases')"),
+    Column("probe", "", "which probe process the accuracy_* and tensor_core_* columns come from: 'row 3 (batch 1, "
+                        "pid 4242)' ran for this row or is reused from an earlier row of the same model x precision "
+                        "x backend x options; empty when the row needed none"),
     # --- latency details
     Column("latency_ms_min", "ms", "fastest inference (one batch)"),
     Column("latency_ms_mean", "ms", "mean latency of one inference (one batch)"),
@@ -84,6 +93,13 @@ COLUMNS: list[Column] = [
     Column("power_w_idle", "W", "idle power measured before the sweep (empty without an idle baseline)"),
     Column("energy_per_inference_dynamic_mj", "mJ",
            "energy per input sample above the idle baseline: (power_w_mean - power_w_idle) * window_s * 1000 / samples"),
+    Column("power_w_mean_calibrated", "W",
+           "power_w_mean * scale + offset_w from power.calibration (a per-board fit of the on-board sensor against "
+           "a wall meter); empty without a calibration. power_w_mean stays the raw sensor reading"),
+    Column("energy_per_inference_calibrated_mj", "mJ",
+           "energy per input sample from power_w_mean_calibrated: calibrated W * window_s * 1000 / samples"),
+    Column("power_calibration", "", "the calibration applied: scale, offset_w and its source (the meter and "
+                                    "setup it was fitted against); empty without one"),
     Column("telemetry_source", "", "sampler(s) the power/utilization columns come from, e.g. host"),
     Column("telemetry_samples", "samples", "telemetry samples inside the window"),
     Column("telemetry_interval_s", "s", "sampling interval the sampler used"),
@@ -96,6 +112,12 @@ COLUMNS: list[Column] = [
     Column("gpu_util_pct_mean", "%", "mean GPU utilization over the window (GPU samplers only)"),
     Column("gpu_temp_c_max", "C", "highest GPU temperature inside the window (GPU samplers only)"),
     Column("gpu_sm_clock_mhz_mean", "MHz", "mean SM clock inside the window (GPU samplers only)"),
+    Column("temp_c_start", "C", "GPU/SoC temperature read after any cooldown, before the row was prepared and its instances started"),
+    Column("temp_c_end", "C", "GPU/SoC temperature read when the row's measurement returned (its instances stopped)"),
+    Column("cooldown_s", "s", "seconds the sweep waited before this row for the temperature and clock to return "
+                              "near the idle baseline (run.cooldown; empty when cooldown is off)"),
+    Column("cooldown_note", "", "how the cooldown ended: 'settled: ...' or 'timeout after N s: ...' with the "
+                                "temperature and clock against the baseline, or why it could not read them"),
     Column("throttled", "", "true when the device reported thermal/power throttling in the window (row -> invalid)"),
     Column("throttle_reasons", "", "every clock-event reason the device reported inside the window, ';'-joined"),
     # --- accuracy vs the FP32 reference on fixed inputs
@@ -160,7 +182,7 @@ COLUMNS: list[Column] = [
 
 # --- the type of every column that is not text (str): what a writer must give and what the reader returns
 INT_COLUMNS = ("batch", "instances", "row_index", "threads_per_instance", "inferences", "samples",
-               "telemetry_samples", "accuracy_samples", "accuracy_skipped")
+               "telemetry_samples", "accuracy_samples", "accuracy_skipped", "repeat")
 FLOAT_COLUMNS = (
     "throughput_ips", "latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "power_w_mean", "energy_per_inference_mj",
     "window_s", "warmup_s", "latency_ms_min", "latency_ms_mean", "latency_ms_p95", "latency_ms_max", "stability_pct",
@@ -169,6 +191,8 @@ FLOAT_COLUMNS = (
     "gpu_temp_c_max", "gpu_sm_clock_mhz_mean", "accuracy_top1_agreement_pct", "accuracy_max_abs_err",
     "accuracy_cosine_min", "accuracy_top1_pct", "accuracy_top5_pct", "tensor_core_time_pct", "rate_per_stream_hz",
     "offered_rate_hz", "achieved_rate_hz", "queue_ms_p99", "service_ms_p50", "slo_ms", "engine_build_s",
+    "power_w_mean_calibrated", "energy_per_inference_calibrated_mj", "temp_c_start", "temp_c_end", "cooldown_s",
+    "setup_s",
 )
 BOOL_COLUMNS = ("throttled", "slo_met")
 _TYPES: dict[str, type] = {**dict.fromkeys(INT_COLUMNS, int), **dict.fromkeys(FLOAT_COLUMNS, float),

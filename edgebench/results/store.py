@@ -15,10 +15,17 @@ Cell formatting:
   bool           -> "true" / "false"
   list / tuple   -> items formatted as above, joined with ';'
   str            -> as is, line breaks replaced by " | " (one row = one line)
+
+Studies outlive versions: a results.csv written by an earlier edgebench (fewer columns, another order) is
+read by column name (columns it lacks read as ""), and `resume` upgrades it to this version's header:
+the file as it was is kept verbatim beside it (results.<version>.csv), its rows are rewritten by name,
+and columns.json names every column that is empty in those rows because the writing version had none.
+A header that is not an edgebench header at all (no config_hash/status/required columns) is refused.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -31,6 +38,7 @@ from edgebench.results.reader import (
     HEADER_LINE,
     cells_of,
     csv_line,
+    edgebench_header,
     parse_cell,
     read_cells,
     read_rows,
@@ -41,6 +49,7 @@ from edgebench.results.schema import COLUMN_NAMES, COLUMN_TYPES, ColumnTypeError
 RESULTS = "results.csv"
 ATTEMPTS = "attempts.csv"
 PARTIAL = "results.partial.txt"
+COLUMNS_NOTE = "columns.json"  # written when resume upgraded an earlier edgebench's results.csv
 DONE_STATUSES = ("ok", "invalid", "skipped")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -115,6 +124,15 @@ def _cell_type_problem(name: str, value: Any) -> str | None:
     return type_problem(name, value)
 
 
+def written_by(rows: list[dict[str, str]]) -> str:
+    """The edgebench version(s) that wrote these rows, e.g. '0.1.0' or '0.1.0+0.2.0'; '' when none say."""
+    return "+".join(sorted({str(r.get("edgebench_version") or "") for r in rows} - {""}))
+
+
+def missing_reason(version: str) -> str:
+    return f"column did not exist in edgebench {version or '(version not recorded)'}, which wrote these rows"
+
+
 class ResultsStore:
     """Rows of one run in <run_dir>/results.csv, columns from report.schema.COLUMNS."""
 
@@ -155,10 +173,11 @@ class ResultsStore:
             with open(path, newline="") as fh:
                 first = fh.readline()
             if first != HEADER_LINE:
-                raise EdgebenchError(
-                    f"{path}: header differs from this edgebench's columns (written by another version?); "
-                    "start a new run directory"
-                )
+                names = cells_of(first)
+                hint = ("written by an earlier edgebench: `edgebench bench --resume` upgrades it (columns matched "
+                        "by name)" if edgebench_header(names) else "not an edgebench results.csv; start a new run "
+                        "directory")
+                raise EdgebenchError(f"{path}: header differs from this edgebench's columns ({hint})")
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _replace_atomic(path, HEADER_LINE)
@@ -209,9 +228,7 @@ class ResultsStore:
             _replace_atomic(store.path, HEADER_LINE)
             return store
         if lines[0] != HEADER_LINE:
-            raise EdgebenchError(
-                f"{store.path}: header differs from this edgebench's columns; cannot resume this run directory"
-            )
+            lines = store._upgrade(lines)
         keep: list[str] = []
         failed: list[str] = []
         for line in lines[1:]:
@@ -232,3 +249,34 @@ class ResultsStore:
             _replace_atomic(store.path, HEADER_LINE + "".join(keep))
         report.update(kept=len(keep), failed_moved=len(failed), partial_lines=len(broken))
         return store
+
+    def _upgrade(self, lines: list[str]) -> list[str]:
+        """An earlier edgebench's results.csv -> this version's header, rows matched by column name.
+
+        The file as it was is kept verbatim (results.<version>.csv) before results.csv is replaced; columns.json
+        names the columns these rows lack (empty, with the reason) and any the old file had that this version
+        dropped (their values stay in the kept copy). Returns the new lines (header first)."""
+        names = cells_of(lines[0])
+        if not edgebench_header(names):
+            raise EdgebenchError(f"{self.path}: header differs from this edgebench's columns and is not an earlier "
+                                 "edgebench's either; cannot resume this run directory")
+        old_rows = [dict(zip(names, c, strict=True)) for line in lines[1:] if len(c := cells_of(line)) == len(names)]
+        version = written_by(old_rows)
+        backup = self.run_dir / f"results.{version or 'unversioned'}.csv"
+        n = 2
+        while backup.exists():
+            backup = self.run_dir / f"results.{version or 'unversioned'}.{n}.csv"
+            n += 1
+        _replace_atomic(backup, "".join(lines))
+        torn = [line for line in lines[1:] if len(cells_of(line)) != len(names)]
+        new_lines = [HEADER_LINE]
+        new_lines += [csv_line([row.get(c, "") for c in COLUMN_NAMES]) for row in old_rows]
+        new_lines += torn  # kept as they were: resume() moves them to results.partial.txt
+        added = [c for c in COLUMN_NAMES if c not in names]
+        note = {"upgraded_from": version, "kept_as": backup.name, "rows": len(old_rows),
+                "empty_columns": {c: missing_reason(version) for c in added},
+                "dropped_columns": [c for c in names if c not in COLUMN_NAMES]}
+        _replace_atomic(self.run_dir / COLUMNS_NOTE, json.dumps(note, indent=1) + "\n")
+        _replace_atomic(self.path, "".join(new_lines))
+        self.resume_report["upgraded_from"] = 1
+        return new_lines

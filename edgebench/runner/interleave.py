@@ -29,7 +29,6 @@ from edgebench.models.export import build_torch_model
 from edgebench.models.inputs import make_input
 from edgebench.models.spec import load_model_spec
 from edgebench.runner import worker
-from edgebench.runner.orchestrator import _child_env
 from edgebench.telemetry import registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -207,7 +206,7 @@ class _Side:
     def __init__(self, ctx: Any, target: Callable[..., None], args: Callable[[Any], tuple[Any, ...]],
                  env: dict[str, str]) -> None:
         self.conn, child_conn = ctx.Pipe()
-        with _child_env(env):  # set before the child starts, so they hold before it imports a framework
+        with worker.child_env(env):  # set before the child starts, so they hold before it imports a framework
             self.proc = ctx.Process(target=target, args=args(child_conn))  # not daemonic, like an instance
             self.proc.start()
         child_conn.close()

@@ -4,6 +4,10 @@
 child per instance, mode "streams" one child running every instance in a thread. Each child sits
 in its own process group, so a failing run is cleaned up with os.killpg (SIGTERM, then SIGKILL).
 
+Before any instance starts, a probe process (runner/probe.py) takes the accuracy outputs and the kernel
+profile when the row asks for them (or the caller passes a probe result it already has): no instance runs
+anything but open, warm-up and its window.
+
 Phases and their deadlines (RunConfig):
   load+warmup  children open sessions, warm up, report ready       load_timeout_s
   barrier      all instances and the orchestrator pass one barrier  barrier_timeout_s
@@ -22,19 +26,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import pickle
 import shutil
 import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
 from edgebench.runner import worker
+from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -47,7 +51,6 @@ POLL_S = 0.01  # how often the orchestrator looks at messages, exits and the inf
 MEASURE_POLL_MAX_S = 0.5  # during the window, before duration_s: longest block (faults still wake it)
 MEASURE_POLL_S = 0.05  # during the window, after duration_s: how often the inference counters are read
 TERM_GRACE_S = 2.0  # SIGTERM -> SIGKILL
-_ENV_LOCK = threading.Lock()
 
 
 @dataclass
@@ -69,11 +72,13 @@ class RunOutcome:
     measure_start_ns: int  # barrier release, before every instance's first timed inference (0: not reached)
     measure_end_ns: int  # stop signalled (0 when never reached)
     timelines: list[Timeline] = field(default_factory=list)  # one per sampler started
-    accuracy_outputs: dict[str, np.ndarray] | None = None  # instance 0's outputs on accuracy_inputs
+    accuracy_outputs: dict[str, np.ndarray] | None = None  # the probe's outputs on accuracy_inputs
     threads_per_instance: int = 1
-    phase_s: dict[str, float] = field(default_factory=dict)  # load_warmup, measure, collect
-    kernels: list[tuple[str, float]] | None = None  # instance 0's profiled GPU kernels (name, us)
+    # probe (when run here), spawn, load, warmup, load_warmup (spawn+load+warmup), measure, collect
+    phase_s: dict[str, float] = field(default_factory=dict)
+    kernels: list[tuple[str, float]] | None = None  # the probe's profiled GPU kernels (name, us)
     kernels_note: str = ""  # why there are none, when profiling was asked for
+    probe: ProbeResult | None = None  # where accuracy_outputs and kernels came from
 
 
 def run_instances(
@@ -84,11 +89,14 @@ def run_instances(
     accuracy_inputs: np.ndarray | dict[str, np.ndarray] | None = None,
     on_measure_start: Callable[[list[int]], None] | None = None,
     child_env: Mapping[str, str] | None = None,
+    probe: ProbeResult | None = None,
 ) -> RunOutcome:
     """Run cfg.instances instances of `prepared` and return their per-inference timestamps.
 
     `child_env` is added to every instance process's environment (e.g. the CUDA MPS pipe folder).
-    `accuracy_inputs`: [N, *sample] for the one input, or {input name: [N, *sample]} for every input."""
+    `accuracy_inputs`: [N, *sample] for the one input, or {input name: [N, *sample]} for every input; their
+    outputs (and the kernel profile, cfg.kernel_profile_steps) come from a probe process run before the
+    instances, unless `probe` is a result the caller already has (then no probe runs here)."""
 
     backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
     if isinstance(accuracy_inputs, dict):
@@ -100,11 +108,22 @@ def run_instances(
                 "run_instances", "accuracy_inputs",
                 f"shape {list(accuracy_inputs.shape)} is not [N>=1, {', '.join(map(str, sample))}]",
             )
-    run = _Run(cfg, prepared, samplers, accuracy_inputs, on_measure_start, dict(child_env or {}))
+    probe_s = None
+    if probe is None and probe_wanted(cfg, accuracy_inputs):
+        probe = run_probe(cfg, prepared, accuracy_inputs, child_env=child_env)
+        probe_s = probe.seconds
+    run = _Run(cfg, prepared, samplers, on_measure_start, dict(child_env or {}))
     try:
-        return run.execute()
+        outcome = run.execute()
     finally:
         run.cleanup()
+    if probe_s is not None:
+        outcome.phase_s = {"probe": probe_s, **outcome.phase_s}
+    if probe is not None:
+        outcome.probe = probe
+        outcome.accuracy_outputs = probe.accuracy_outputs
+        outcome.kernels, outcome.kernels_note = probe.kernels, probe.kernels_note
+    return outcome
 
 
 def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> None:
@@ -145,7 +164,6 @@ class _Run:
         cfg: RunConfig,
         prepared: Prepared,
         samplers: Sequence[Sampler],
-        accuracy_inputs: np.ndarray | dict[str, np.ndarray] | None,
         on_measure_start: Callable[[list[int]], None] | None,
         child_env: dict[str, str] | None = None,
     ) -> None:
@@ -155,7 +173,6 @@ class _Run:
         self.cfg = cfg
         self.prepared = prepared
         self.samplers = list(samplers)
-        self.accuracy_inputs = accuracy_inputs
         self.on_measure_start = on_measure_start
         self.ctx = multiprocessing.get_context("spawn")
         n = cfg.instances
@@ -172,9 +189,7 @@ class _Run:
         self.done: dict[int, str] = {}
         self.errors: dict[int, str] = {}
         self.fault: str | None = None
-        self.accuracy_outputs: dict[str, np.ndarray] | None = None
-        self.kernels: list[tuple[str, float]] | None = None
-        self.kernels_note = ""
+        self.phase_seen_ns: dict[str, int] = {}  # when the last instance entered open / warmup / ready
         self.started: list[Sampler] = []
         self.timelines: list[Timeline] = []
         self.samplers_stopped = False
@@ -224,6 +239,7 @@ class _Run:
         if self.fault is not None:
             return self._failed()
         self.measure_start_ns = int(self.release_raw[0]) or self.barrier_waiter.passed_ns
+        self.phase_s.update(self._startup_phases())
         self.phase_s["load_warmup"] = (self.measure_start_ns - self.t_begin_ns) / 1e9
         self.phase = ["measure"] * cfg.instances
         if self.on_measure_start is not None:
@@ -273,11 +289,8 @@ class _Run:
             measure_start_ns=self.measure_start_ns,
             measure_end_ns=self.measure_end_ns,
             timelines=list(self.timelines),
-            accuracy_outputs=self.accuracy_outputs,
             threads_per_instance=cfg.threads_per_instance,
             phase_s=dict(self.phase_s),
-            kernels=self.kernels,
-            kernels_note=self.kernels_note,
         )
 
     def _failed(self) -> RunOutcome:
@@ -295,7 +308,6 @@ class _Run:
             measure_start_ns=self.measure_start_ns,
             measure_end_ns=self.measure_end_ns,
             timelines=list(self.timelines),
-            accuracy_outputs=self.accuracy_outputs,
             threads_per_instance=self.cfg.threads_per_instance,
             phase_s=dict(self.phase_s),
         )
@@ -319,26 +331,27 @@ class _Run:
 
     # ------------------------------------------------------------------ children
 
+    def _startup_phases(self) -> dict[str, float]:
+        """spawn (until the last instance began to open its session), load (until the last began warm-up),
+        warmup (until the last was ready), from the instances' own phase messages."""
+        t_open = self.phase_seen_ns.get("open", 0)
+        t_warm = self.phase_seen_ns.get("warmup", 0)
+        t_ready = self.phase_seen_ns.get("ready", 0)
+        if not (self.t_begin_ns < t_open <= t_warm <= t_ready):
+            return {}
+        return {"spawn": (t_open - self.t_begin_ns) / 1e9, "load": (t_warm - t_open) / 1e9,
+                "warmup": (t_ready - t_warm) / 1e9}
+
     def _start_children(self) -> None:
         cfg = self.cfg
-        acc_path = None
-        if self.accuracy_inputs is not None:
-            import numpy as np
-
-            if isinstance(self.accuracy_inputs, dict):
-                acc_path = os.path.join(self.workdir, "accuracy_inputs.npz")
-                np.savez(acc_path, **{k: np.ascontiguousarray(v) for k, v in self.accuracy_inputs.items()})
-            else:
-                acc_path = os.path.join(self.workdir, "accuracy_inputs.npy")
-                np.save(acc_path, np.ascontiguousarray(self.accuracy_inputs))
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
-        with _child_env({**worker.thread_env(cfg.threads_per_instance), **self.child_env}):
+        with worker.child_env({**worker.thread_env(cfg.threads_per_instance), **self.child_env}):
             for group in groups:
                 reader, writer = self.ctx.Pipe(duplex=False)
                 proc = self.ctx.Process(
                     target=worker.child_main,
                     args=(cfg, self.prepared, group, writer, self.barrier, self.stop_raw, self.counts_raw,
-                          self.workdir, acc_path, os.getpid()),
+                          self.workdir, os.getpid()),
                     name=f"edgebench-instance-{group[0]}" if len(group) == 1 else "edgebench-streams",
                 )
                 self.children.append(_Child(proc, reader, group))
@@ -404,16 +417,13 @@ class _Run:
 
     def _handle(self, msg: tuple[Any, ...]) -> None:
         kind, i = msg[0], msg[1]
+        if kind in ("phase", "ready"):
+            self.phase_seen_ns[msg[2] if kind == "phase" else kind] = time.monotonic_ns()  # the last instance's
         if kind == "phase":
             self.phase[i] = msg[2]
         elif kind == "ready":
             self.ready[i] = True
             self.phase[i] = "barrier"
-        elif kind == "accuracy":
-            with open(msg[2], "rb") as fh:
-                self.accuracy_outputs = pickle.load(fh)
-        elif kind == "kernels":
-            self.kernels, self.kernels_note = msg[2], msg[3]
         elif kind == "done":
             self.done[i] = msg[3]
         elif kind == "error":
@@ -523,19 +533,3 @@ def _signal_child(child: _Child, sig: int) -> None:
             os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-@contextlib.contextmanager
-def _child_env(values: dict[str, str]) -> Iterator[None]:
-    """Spawned children inherit these; set around start() so they hold before the child imports anything."""
-    with _ENV_LOCK:
-        old = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)
-        try:
-            yield
-        finally:
-            for key, value in old.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value

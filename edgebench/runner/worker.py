@@ -1,4 +1,4 @@
-"""One instance's life inside a spawned child: open, (accuracy), warm up, barrier, timed loop, report.
+"""One instance's life inside a spawned child: open, warm up, barrier, timed loop, report.
 
 `child_main` is the target of every child process. In mode "process" it runs one instance; in mode
 "streams" it runs several instances in threads of the one child. Either way the child first calls
@@ -7,8 +7,7 @@ environment variables before any framework is imported.
 
 Messages to the orchestrator go over the child's own pipe (one per child, so a killed child cannot
 corrupt another's channel):
-  ("phase", i, name)          instance i entered phase name (open, accuracy, warmup)
-  ("accuracy", i, path)       pickled dict of instance 0's outputs on the accuracy inputs
+  ("phase", i, name)          instance i entered phase name (open, warmup)
   ("ready", i, warmup_n)      warm-up done, about to wait on the barrier
   ("done", i, n, path)        measured phase over; path is an .npy of shape [2, n] (start_ns, end_ns),
                               or [3, n] (arrival_ns, end_ns, issued_ns) for a fixed-rate stream
@@ -22,6 +21,10 @@ touched before the start barrier, so neither the allocation nor first-touch page
 the measured window. Sessions may define an optional `set_phase(name: str)` hook ("warmup",
 "measure"); the null backend uses it for fault injection.
 
+A measuring process does nothing but measure: every instance runs exactly open -> warm-up -> barrier ->
+window. The accuracy outputs and the kernel profile (torch.profiler/CUPTI stays attached after it ends and
+slows every later launch) run in a separate probe process (runner/probe.py), never in an instance.
+
 With `cfg.rate_hz` set the instance is an open-loop stream instead (`measure_fixed_rate`): arrival k is
 scheduled at t0 + phase + k / rate_hz whether or not the previous inference is done, an inference starts
 at max(its arrival, the previous one's end), and its latency is end - arrival, so time spent queued
@@ -31,18 +34,16 @@ arrivals are spread evenly over one period, like unsynchronised cameras, not all
 
 from __future__ import annotations
 
+import contextlib
 import os
-import pickle
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
-from edgebench.evaluation.tensorcores import profile_kernels
-from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -61,6 +62,7 @@ CHECK_INTERVAL_NS = 1_000_000  # stop flag / shared counter are looked at once p
 MAX_SLEEP_NS = 50_000_000  # a fixed-rate stream waiting for its next arrival looks at the stop flag this often
 MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the buffers double past it
 MIN_INITIAL_CAPACITY = 4096
+_ENV_LOCK = threading.Lock()
 
 
 def setup_child(threads: int, parent_pid: int) -> None:
@@ -228,31 +230,6 @@ def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
     return (index * period_ns) // max(1, instances)
 
 
-def run_accuracy(session: Any, prepared: Prepared, batch: int, inputs_path: str, out_path: str) -> None:
-    """Run the accuracy inputs in chunks of `batch` (the last one padded with copies of its final sample);
-    pickle the outputs trimmed to N (concat_outputs). `inputs_path` is an .npy of [N, *sample] for the one input, or
-    an .npz with one array per input name, N on each input's batch axis."""
-    import numpy as np
-
-
-    if inputs_path.endswith(".npz"):
-        with np.load(inputs_path, allow_pickle=False) as npz:
-            dtypes = {d.name: d.dtype for d in prepared.input_set}
-            inputs = {name: npz[name].astype(dtypes.get(name, npz[name].dtype), copy=False) for name in npz.files}
-    else:
-        inputs = {prepared.input_name: np.load(inputs_path).astype(prepared.input_dtype, copy=False)}
-    total = sample_count(inputs, prepared.input_set)
-    parts: dict[str, list[np.ndarray]] = {}
-    for chunk in batches_of(inputs, batch, inputs=prepared.input_set):
-        session.feed(chunk)
-        session.infer()
-        for name, value in session.outputs().items():
-            parts.setdefault(name, []).append(np.array(value, copy=True))
-    outputs = concat_outputs(parts, batch, total, output_batch_axes(prepared.model_path, prepared.input_set))
-    with open(out_path, "wb") as fh:
-        pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
-
-
 def run_instance(
     index: int,
     cfg: RunConfig,
@@ -262,7 +239,6 @@ def run_instance(
     stop: memoryview,
     counts: memoryview,
     workdir: str,
-    accuracy_path: str | None,
     parent_pid: int | None = None,
 ) -> bool:
     """One instance from open to its timestamps on disk. Reports every failure; returns True when done."""
@@ -278,22 +254,11 @@ def run_instance(
         session = backend.open(prepared, placement)
         set_phase = getattr(session, "set_phase", None)
         timing_inputs = prepared.feeds(cfg.batch, cfg.seed + index)  # every input, valid per dtype
-        if accuracy_path is not None and index == 0:
-            phase = "accuracy"
-            send(("phase", index, phase))
-            out_path = os.path.join(workdir, "accuracy_outputs.pkl")
-            run_accuracy(session, prepared, cfg.batch, accuracy_path, out_path)
-            send(("accuracy", index, out_path))
         session.feed(timing_inputs)
         phase = "warmup"
         send(("phase", index, phase))
         if set_phase is not None:
             set_phase("warmup")
-        if index == 0 and cfg.kernel_profile_steps > 0:
-            # before warm-up, so the profiler's teardown never lands in the measured window
-            phase = "profile"
-            send(("phase", index, phase))
-            send(("kernels", index, *profile_session(session.infer, cfg.kernel_profile_steps)))
         warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
         rate_hz = getattr(cfg, "rate_hz", None)
         expected_ips = rate_ips if rate_hz is None else min(rate_ips, float(rate_hz))
@@ -330,14 +295,6 @@ def run_instance(
                 pass
 
 
-def profile_session(infer: Callable[[], None], steps: int) -> tuple[list[tuple[str, float]] | None, str]:
-    """GPU kernels of `steps` inferences (outside the window), or (None, why) — never fails the row."""
-    try:
-        return profile_kernels(infer, steps=steps, warmup=1), ""
-    except Exception as exc:  # noqa: BLE001 - no torch/CUPTI/GPU here: the row states it
-        return None, f"kernel profile unavailable: {describe(exc)}"
-
-
 def child_main(
     cfg: RunConfig,
     prepared: Prepared,
@@ -347,7 +304,6 @@ def child_main(
     stop_raw: Any,
     counts_raw: Any,
     workdir: str,
-    accuracy_path: str | None,
     parent_pid: int,
 ) -> None:
     """Entry point of a spawned child: its own process group, then one thread per instance (streams)
@@ -361,7 +317,7 @@ def child_main(
         with lock:
             conn.send(msg)
 
-    args = (cfg, prepared, send, barrier, stop, counts, workdir, accuracy_path, parent_pid)
+    args = (cfg, prepared, send, barrier, stop, counts, workdir, parent_pid)
     if len(instances) == 1:
         ok = run_instance(instances[0], *args)
     else:
@@ -377,7 +333,16 @@ def child_main(
             t.join()
         ok = all(results.get(i, False) for i in instances)
     conn.close()
-    sys.exit(0 if ok else 1)
+    exit_now(0 if ok else 1)
+
+
+def exit_now(code: int) -> None:
+    """End the child without the interpreter's teardown: its results are on disk and sent, its sessions closed;
+    tearing down torch/CUDA took seconds per row (the collect phase waits for every child's exit)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -396,3 +361,40 @@ def _die_with_parent(parent_pid: int) -> None:
         return
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
+
+
+@contextlib.contextmanager
+def child_env(values: dict[str, str]) -> Iterator[None]:
+    """Spawned children inherit these; set around start() so they hold before the child imports anything.
+    Also keeps the `edgebench` console script out of the children (see _no_main_script)."""
+    with _ENV_LOCK, _no_main_script():
+        old = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _no_main_script() -> Iterator[None]:
+    """A spawned child runs the parent's __main__ script again before its target (multiprocessing's main-module
+    fix-up); for the `edgebench` console script that imports the whole CLI, ~1 s per child on a small CPU, for
+    nothing the child uses. Named like a package's __main__, the script is skipped by that fix-up. Only for
+    edgebench's own console script: another program's __main__ may define what its children unpickle."""
+    main = sys.modules.get("__main__")
+    entry = getattr(main, "main", None)
+    if main is None or getattr(main, "__spec__", None) is not None or getattr(entry, "__module__", "") != "edgebench.cli":
+        yield
+        return
+    import importlib.machinery
+
+    main.__spec__ = importlib.machinery.ModuleSpec("edgebench.__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = None

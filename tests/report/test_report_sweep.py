@@ -124,7 +124,7 @@ def test_report_cli_writes_every_figure_and_table_and_links_them(run_dir, tmp_pa
     html = (out / "summary.html").read_text()
     figures = sorted((out / "figures").iterdir())
     tables = sorted((out / "tables").iterdir())
-    assert {p.name for p in tables} == {f"{t}.{e}" for t in ("results", "speedup", "scaling") for e in ("csv", "md", "tex")}
+    assert {p.name for p in tables} == {f"{t}.{e}" for t in ("results", "repeats", "speedup", "scaling") for e in ("csv", "md", "tex")}
     pngs = [p for p in figures if p.suffix == ".png"]
     # 2 throughput-vs-batch, 2 latency, 4 scaling, 2 timelines (capped); no energy (null backend, host sampler)
     assert len(pngs) == 10, [p.name for p in pngs]

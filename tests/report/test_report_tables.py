@@ -120,7 +120,7 @@ def test_summary_counts_statuses_and_lists_every_non_ok_reason(mix_run, tmp_path
     rep = build_report([mix_run], tmp_path / "rep", max_timelines=0, formats=("png",))
     md = rep.summary_md.read_text()
     # columns ok, skipped, failed, invalid (schema.STATUSES order)
-    assert "| board | Test Board A | 3 | 1 | 1 | 1 |" in md
+    assert "| board | Test Board A | 0.1.0 (git abc123def456) | 3 | 1 | 1 | 1 |" in md  # written by, statuses
     for reason in (UNSTABLE, DIED, SKIP):
         assert reason in md
     assert "no rows/ folder" in md  # no per-row files: timelines are absent with the reason
@@ -248,7 +248,7 @@ def test_without_matplotlib_tables_are_written_and_the_summary_says_why_no_figur
     monkeypatch.setattr(summary, "matplotlib_missing", lambda: "matplotlib is not installed (simulated)")
     rep = summary.build_report([mix_run], tmp_path / "rep")
     assert not (tmp_path / "rep" / "figures").exists() and rep.figure_files() == []
-    assert all(p.stat().st_size > 0 for p in rep.table_files) and len(rep.table_files) == 9
+    assert all(p.stat().st_size > 0 for p in rep.table_files) and len(rep.table_files) == 12  # results, repeats, speedup, scaling
     assert "No figure drawn: matplotlib is not installed (simulated)" in rep.summary_md.read_text()
     # and the report modules do not import matplotlib until a figure is drawn
     code = "import sys, edgebench.report.summary, edgebench.report.compare; print('matplotlib' in sys.modules)"
@@ -263,11 +263,13 @@ def test_power_modes_are_separate_configurations_not_repeats(tmp_path):
     from edgebench.results.runs import load_runs
 
     rows = [row(0, "fp32", 1, 100.0, power_mode="MAXN"), row(1, "fp16", 1, 200.0, power_mode="MAXN"),
-            row(2, "fp32", 1, 40.0, power_mode="15W"), row(3, "fp16", 1, 60.0, power_mode="15W")]
+            row(2, "fp32", 1, 40.0, power_mode="15W"), row(3, "fp16", 1, 60.0, power_mode="15W"),
+            row(4, "fp16", 4, 300.0, power_mode="MAXN"), row(5, "fp16", 4, 90.0, power_mode="15W")]
     runs = load_runs([make_run(tmp_path / "pm", rows)])
-    sp = {(r["power_mode"], r["precision"]): r["speedup_vs_fp32"] for r in speedup_table(runs).records}
+    sp = {(r["power_mode"], r["precision"]): r["speedup_vs_fp32"] for r in speedup_table(runs).records
+          if r["batch"] == 1}
     assert sp[("MAXN", "fp16")] == pytest.approx(2.0) and sp[("15W", "fp16")] == pytest.approx(1.5)
     figs = throughput_vs_batch(runs)
     assert sorted(f.name for f in figs) == ["throughput_vs_batch_my_net_ort_n1_process_15W",
                                            "throughput_vs_batch_my_net_ort_n1_process_MAXN"]
-    assert cross_run_records(runs) == ([], 4)  # one run: nothing to compare, every config counted as single
+    assert cross_run_records(runs) == ([], 6)  # one run: nothing to compare, every config counted as single

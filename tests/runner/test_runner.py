@@ -141,7 +141,8 @@ def test_process_mode_two_instances_with_sampler_bracketing_the_window():
     assert len(set(pids)) == 2 and os.getpid() not in pids
     assert sampler.pids == pids
     assert out.threads_per_instance == 1
-    assert set(out.phase_s) == {"load_warmup", "measure", "collect"}
+    assert set(out.phase_s) == {"spawn", "load", "warmup", "load_warmup", "measure", "collect"}  # no probe asked
+    assert abs(out.phase_s["spawn"] + out.phase_s["load"] + out.phase_s["warmup"] - out.phase_s["load_warmup"]) < 0.5
     assert out.measure_end_ns - out.measure_start_ns >= 0.3e9  # the window never ends before duration_s
     for r in out.instances:
         assert r.error is None
@@ -239,7 +240,9 @@ class EnvProbeSession(NullSession):
         return {"env": np.array([row] * batch)}
 
 
-def test_children_run_with_thread_env_in_their_own_process_group():
+def test_probe_runs_with_the_instances_thread_env_in_its_own_process_not_an_instance():
+    # was test_children_run_with_thread_env_in_their_own_process_group, which read the env from instance 0's
+    # accuracy pass; the accuracy pass now runs in the probe process (issue 19), so the probe's env is checked
     cfg = make_cfg(1, batch=1, threads_per_instance=3)
     prepared = Prepared(f"{__name__}:EnvProbeBackend", "x.onnx", "input", (1, *SAMPLE_SHAPE), "float32", "fp32")
     out = run_instances(cfg, prepared, accuracy_inputs=np.zeros((1, *SAMPLE_SHAPE), np.float32))
@@ -247,7 +250,9 @@ def test_children_run_with_thread_env_in_their_own_process_group():
     omp, threads, pid, pgid = out.accuracy_outputs["env"][0]  # type: ignore[index]
     assert (omp, threads) == (3, 3)
     assert out.threads_per_instance == 3
-    assert pid == out.instances[0].pid and pgid == pid  # setsid: the child leads its own group
+    assert out.probe is not None and pid == out.probe.pid and pgid == pid  # setsid: the probe leads its own group
+    assert pid != out.instances[0].pid and pid != os.getpid()  # never a measured process, never the orchestrator
+    assert "probe" in out.phase_s and out.phase_s["probe"] > 0
     assert os.environ.get("OMP_NUM_THREADS") != "3"  # the orchestrator's own env is restored
 
 

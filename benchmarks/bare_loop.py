@@ -1,0 +1,141 @@
+"""An independent bare inference loop: no edgebench import, the framework called the way a user's own loop would.
+
+    python benchmarks/bare_loop.py --framework ort --onnx model.onnx --batch 1 --threads 1 --duration-s 5
+    python benchmarks/bare_loop.py --framework torch --model resnet50 --batch 64 --device cuda:0 --precision fp16
+
+--threads N sets intra-op threads and the OpenMP/BLAS thread variables, as a user capping threads would.
+ONNX Runtime: an InferenceSession with the given intra-op threads (CPU: sess.run; CUDA: IOBinding with the inputs on
+the GPU, run_with_iobinding + synchronize_outputs). torch: the torchvision architecture with random weights, eval,
+inference_mode, model(x) then synchronize (CUDA). Prints one JSON line: throughput_ips (samples/s), inferences,
+elapsed_s, after warm-up. Used by benchmarks/self_audit.py as the "B" side of its interleaved pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                   "VECLIB_MAXIMUM_THREADS")
+
+
+def ort_step(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import numpy as np
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = args.threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    cuda = args.device.startswith("cuda")
+    device_id = int(args.device.split(":")[1]) if ":" in args.device else 0
+    providers = ([("CUDAExecutionProvider", {"device_id": device_id, "use_tf32": int(args.precision == "tf32")}),
+                  "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"])
+    sess = ort.InferenceSession(args.onnx, sess_options=so, providers=providers)
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for inp in sess.get_inputs():
+        shape = [args.batch if i == 0 else (d if isinstance(d, int) else 1) for i, d in enumerate(inp.shape)]
+        dtype = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
+                 "tensor(int32)": np.int32, "tensor(bool)": np.bool_}[inp.type]
+        feeds[inp.name] = (rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                           else np.ones(shape, dtype=dtype))
+    names = [o.name for o in sess.get_outputs()]
+    if not cuda:
+        return lambda: sess.run(names, feeds)
+    binding = sess.io_binding()
+    for name, arr in feeds.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(arr, "cuda", device_id))
+    for name in names:
+        binding.bind_output(name, "cuda", device_id)
+
+    def step() -> None:
+        sess.run_with_iobinding(binding)
+        binding.synchronize_outputs()
+
+    return step
+
+
+def torch_step(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import torch
+    import torchvision
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision, torch.float32)
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.benchmark = True
+    model = getattr(torchvision.models, args.model)(weights=None).eval()
+    size = args.image_size
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+        model = model.to(dtype=dtype)
+        x = torch.randn(args.batch, 3, size, size).to(dtype=dtype)
+
+        def cpu_step() -> None:
+            with torch.inference_mode():
+                model(x)
+
+        return cpu_step
+    dev = torch.device(args.device)
+    model = model.to(dev, dtype=dtype)
+    x = torch.randn(args.batch, 3, size, size, device=dev).to(dtype=dtype)
+
+    def cuda_step() -> None:
+        with torch.inference_mode():
+            model(x)
+        torch.cuda.synchronize(dev)
+
+    return cuda_step
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--framework", choices=["ort", "torch"], required=True)
+    ap.add_argument("--onnx", help="ort: the ONNX file")
+    ap.add_argument("--model", default="resnet50", help="torch: torchvision architecture")
+    ap.add_argument("--image-size", type=int, default=224)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda:N")
+    ap.add_argument("--precision", default="fp32", help="fp32, tf32, fp16 (torch: the model's dtype)")
+    ap.add_argument("--threads", type=int, default=1, help="intra-op / torch threads")
+    ap.add_argument("--warmup-s", type=float, default=1.0)
+    ap.add_argument("--duration-s", type=float, default=5.0)
+    ap.add_argument("--profile-first", type=int, default=0, metavar="N",
+                    help="'before' emulation: run N steps under torch.profiler (CUDA activity, as edgebench's in-process "
+                         "kernel profile did before issue 19) before the warm-up; CUPTI stays attached afterwards")
+    args = ap.parse_args()
+    # --threads N caps the math libraries too, before any framework is imported (with ORT's intra-op threads at 1
+    # and OpenMP uncapped, ORT CPU ran tiny_cnn at 0.56x on 2 busy cores): what a user limiting threads sets
+    os.environ.update({name: str(args.threads) for name in THREAD_ENV_VARS})
+    step = ort_step(args) if args.framework == "ort" else torch_step(args)
+    if args.profile_first > 0:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]):
+            for _ in range(args.profile_first):
+                step()
+            torch.cuda.synchronize()
+    now = time.perf_counter
+    t_end = now() + args.warmup_s
+    step()
+    while now() < t_end:
+        step()
+    n = 0
+    t0 = now()
+    t_end = t0 + args.duration_s
+    while True:
+        step()
+        n += 1
+        t = now()
+        if t >= t_end:
+            break
+    print(json.dumps({"throughput_ips": n * args.batch / (t - t0), "inferences": n, "elapsed_s": t - t0}))
+
+
+if __name__ == "__main__":
+    main()

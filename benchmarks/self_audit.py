@@ -1,0 +1,147 @@
+"""Self-audit: edgebench exactly as a user runs it against an independent bare loop, interleaved, with an interval.
+
+A side ("edgebench"): the `edgebench bench` CLI in a subprocess with a shipped profile (--device host / dgpu), one
+configuration (model, backend, precision, batch, 1 instance), every default sampler and pre-pass the profile has
+(accuracy, kernel profile, idle baseline ...); its throughput_ips from results.csv.
+B side ("bare"): benchmarks/bare_loop.py in a separate process and session (no edgebench import): plain onnxruntime on the same
+ONNX file the A row measured, or the torchvision model in torch, with the row's threads, warm-up and window length.
+Pairs run A B, B A, A B ... (ABBA order: drift hits both alike); the result is the median of the per-pair ratios
+edgebench/bare with a percentile-bootstrap interval (edgebench.runner.interleave.bootstrap_median_ci).
+
+    python benchmarks/self_audit.py --backend ort --model tiny_cnn --pairs 4 --duration-s 1
+    python benchmarks/self_audit.py --device dgpu --backend torch --model resnet50 --precision fp16 --batch 64
+
+Prints a JSON line (ratios, median, interval) and a one-line table row; --json writes the record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from edgebench.runner.interleave import bootstrap_median_ci
+
+HERE = Path(__file__).resolve().parent
+
+
+def edgebench_command() -> list[str]:
+    script = Path(sys.executable).parent / "edgebench"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "edgebench"]
+
+
+def run_edgebench(args: argparse.Namespace, out: Path) -> dict:
+    cmd = [*edgebench_command(), "bench", "--device", args.device, "--models", args.model, "--backends", args.backend,
+           "--precisions", args.precision, "--batches", str(args.batch), "--instances", "1", "--out", str(out)]
+    if args.duration_s:
+        cmd += ["--duration", str(args.duration_s)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"self_audit: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    run_dir = sorted(p for p in out.iterdir() if p.is_dir())[-1]
+    rows = list(csv.DictReader(open(run_dir / "results.csv")))
+    if len(rows) != 1 or not rows[0].get("throughput_ips"):
+        raise SystemExit(f"self_audit: expected one measured row in {run_dir}, got "
+                         f"{[(r.get('status'), r.get('reason')) for r in rows]}")
+    row = rows[0]
+    doc = json.loads(next((run_dir / "rows").glob("*/row.json")).read_text())
+    placement = doc["config"]["placements"][0]
+    return {"ips": float(row["throughput_ips"]), "status": row["status"], "reason": row["reason"],
+            "threads": int(row["threads_per_instance"]), "window_s": float(row["window_s"]),
+            "warmup_s": float(row["warmup_s"]), "onnx": doc["artifact"]["path"], "placement": placement,
+            "probe": row.get("probe", ""), "command": " ".join(cmd)}
+
+
+def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dict:
+    device = ref["placement"] if ref["placement"].startswith("cuda") else "cpu"
+    cmd = [sys.executable, str(HERE / "bare_loop.py"), "--framework", args.backend, "--batch", str(args.batch),
+           "--device", device, "--precision", args.precision, "--threads", str(ref["threads"]),
+           "--warmup-s", str(ref["warmup_s"]), "--duration-s", f"{ref['window_s']:.3f}"]
+    cmd += ["--onnx", ref["onnx"]] if args.backend == "ort" else ["--model", args.model]
+    if profile_first:
+        cmd += ["--profile-first", str(profile_first)]
+    # its own session, like each edgebench instance (setsid): with Linux's scheduler autogroups (on by default on
+    # desktops and this machine) a session is one scheduling group, so sharing this script's session would give the
+    # bare loop a smaller CPU share than edgebench's instance on a busy machine (seen: ratio ~2 at load 10 on 2 cores)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_bare_env(), start_new_session=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"self_audit: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"ips": float(got["throughput_ips"]), "inferences": got["inferences"], "command": " ".join(cmd)}
+
+
+def _bare_env() -> dict:
+    """The bare loop must not see edgebench: no PYTHONPATH pointing at a checkout."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def audit(args: argparse.Namespace) -> dict:
+    work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="edgebench-self-audit-"))
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    ref: dict = {}  # the first edgebench row tells the bare loop its threads, warm-up, window and ONNX file
+    if args.a_side == "bare-profiled":
+        ref = run_edgebench(args, work / "discover")
+    pairs = []
+    for i in range(args.pairs):
+        order = ("a", "b") if i % 2 == 0 else ("b", "a")  # pair 0 starts with edgebench (it fills the caches)
+        got: dict[str, dict] = {}
+        for side in order:
+            if side == "b":
+                got[side] = run_bare(args, ref)
+            elif args.a_side == "bare-profiled":
+                got[side] = {**run_bare(args, ref, profile_first=5), "status": "bare", "reason": ""}
+            else:
+                got[side] = run_edgebench(args, work / f"pair{i}")
+            if side == "a" and not ref:
+                ref = got["a"]
+        pairs.append({"pair": i, "order": "".join(order), "edgebench_ips": got["a"]["ips"],
+                      "bare_ips": got["b"]["ips"], "ratio": got["a"]["ips"] / got["b"]["ips"],
+                      "edgebench_status": got["a"]["status"], "edgebench_reason": got["a"]["reason"]})
+        print(json.dumps(pairs[-1]), flush=True)
+    median, low, high = bootstrap_median_ci([p["ratio"] for p in pairs], confidence=args.confidence)
+    return {"a_side": args.a_side, "device": args.device, "backend": args.backend, "model": args.model, "precision": args.precision,
+            "batch": args.batch, "threads": ref["threads"], "placement": ref["placement"], "window_s": ref["window_s"],
+            "pairs": pairs, "ratio_median": median, "ratio_low": low, "ratio_high": high,
+            "confidence": args.confidence, "edgebench_command": ref["command"], "probe": ref["probe"],
+            "wall_s": time.monotonic() - t0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="host", help="shipped profile: host (CPU) or dgpu")
+    ap.add_argument("--backend", choices=["ort", "torch"], default="ort")
+    ap.add_argument("--model", default="tiny_cnn")
+    ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--duration-s", type=float, default=None, help="--duration for edgebench (default: the profile's)")
+    ap.add_argument("--confidence", type=float, default=0.95)
+    ap.add_argument("--out", help="keep the run folders here")
+    ap.add_argument("--json", help="write the record here")
+    ap.add_argument("--a-side", choices=["edgebench", "bare-profiled"], default="edgebench",
+                    help="bare-profiled: instead of edgebench, the bare loop after a 5-step torch.profiler pass in "
+                         "its process: what the in-process kernel profile cost before issue 19 (GPU)")
+    args = ap.parse_args(argv)
+    rec = audit(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rec, indent=1))
+    mean_a = sum(p["edgebench_ips"] for p in rec["pairs"]) / len(rec["pairs"])
+    mean_b = sum(p["bare_ips"] for p in rec["pairs"]) / len(rec["pairs"])
+    print("| A side | device | backend | model | precision | batch | threads | pairs | edgebench ips | bare ips | "
+          "ratio median | 95% CI |")
+    print(f"| {rec['a_side']} | {rec['device']} | {rec['backend']} | {rec['model']} | {rec['precision']} | {rec['batch']} | "
+          f"{rec['threads']} | {len(rec['pairs'])} | {mean_a:.1f} | {mean_b:.1f} | {rec['ratio_median']:.3f} | "
+          f"[{rec['ratio_low']:.3f}, {rec['ratio_high']:.3f}] |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

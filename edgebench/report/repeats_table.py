@@ -1,0 +1,104 @@
+"""Per configuration: the median over its repeats and a confidence interval, with how many repeats were valid.
+
+A configuration is every row field that decides what is measured except `repeat` (and the per-row ids);
+its repeats are the rows that differ only by `repeat`. Only `ok` rows count as valid; a configuration with
+fewer valid repeats than the run asked for (profile run.repeats) says so and names why the others are not.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from edgebench.report.intervals import METHOD, median_ci
+from edgebench.report.table_format import Col, Table, precision_rank
+from edgebench.results.runs import Run
+
+CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
+               "threads_per_instance", "scenario", "rate_per_stream_hz", "gpu_sharing", "slo_ms")
+METRICS = (("throughput_ips", "Throughput (img/s)"), ("latency_ms_p99", "p99 (ms)"),
+           ("energy_per_inference_mj", "Energy (mJ/img)"))
+
+
+def repeats_asked(run: Run) -> int | None:
+    """run.repeats of the run's saved profile (None when the profile is not recorded)."""
+    value = ((run.profile or {}).get("run") or {}).get("repeats")
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def config_groups(run: Run) -> dict[tuple, list[dict[str, str]]]:
+    groups: dict[tuple, list[dict[str, str]]] = defaultdict(list)
+    for row in run.rows:
+        if row.get("status") == "skipped":
+            continue
+        groups[tuple(row.get(k, "") for k in CONFIG_KEYS)].append(row)
+    return groups
+
+
+def shortfall(asked: int, rows: list[dict[str, str]]) -> str:
+    """'' when every asked repeat is ok, else e.g. '2 of 3 valid: 1 invalid (unstable), 1 not run'."""
+    ok = sum(r.get("status") == "ok" for r in rows)
+    if ok >= asked:
+        return ""
+    why: dict[str, int] = defaultdict(int)
+    for r in rows:
+        if r.get("status") != "ok":
+            why[f"{r.get('status')} ({(r.get('reason') or 'no reason')[:60]})"] += 1
+    parts = [f"{n} {w}" for w, n in why.items()]
+    if len(rows) < asked:
+        parts.append(f"{asked - len(rows)} not run")
+    return f"fewer valid repeats than asked: {ok} of {asked}: " + "; ".join(parts)
+
+
+def repeat_records(runs: list[Run]) -> list[dict[str, Any]]:
+    records = []
+    for run in runs:
+        asked_run = repeats_asked(run)
+        for key, rows in config_groups(run).items():
+            rec: dict[str, Any] = dict(zip(CONFIG_KEYS, key), run=run.label)
+            rec["batch"], rec["instances"] = _int(key[3]), _int(key[4])
+            asked = max(asked_run or 0, len(rows))
+            ok_rows = [r for r in rows if r.get("status") == "ok"]
+            rec.update(repeats_ok=len(ok_rows), repeats_asked=asked, ok_asked=f"{len(ok_rows)}/{asked}",
+                       note=shortfall(asked, rows))
+            for col, _header in METRICS:
+                ci = median_ci([v for r in ok_rows if (v := r.get(col)) is not None])
+                rec[f"{col}_median"], rec[f"{col}_ci_lo"], rec[f"{col}_ci_hi"] = ci.median, ci.lo, ci.hi
+                rec[f"{col}_text"] = ci.text()
+            records.append(rec)
+    records.sort(key=lambda r: (r["run"], r["model"], r["backend"], r["mode"], r["options"], r["instances"] or 0,
+                                precision_rank(r["precision"]), r["batch"] or 0))
+    return records
+
+
+def repeats_table(runs: list[Run]) -> Table:
+    records = repeat_records(runs)
+    cols = [Col("run", "Run")] if len(runs) > 1 else []
+    cols += [Col("model", "Model"), Col("backend", "Backend"), Col("precision", "Precision"),
+             Col("batch", "Batch", True), Col("instances", "Inst.", True), Col("mode", "Mode")]
+    for key, header in (("options", "Options"), ("power_mode", "Power mode")):
+        if any(r.get(key) for r in records):
+            cols.append(Col(key, header))
+    cols.append(Col("ok_asked", "valid/asked repeats"))
+    for col, header in METRICS:
+        cols.append(Col(f"{col}_text", f"{header} median [95% CI]"))
+        cols += [Col(f"{col}_median", f"{header} median", True, csv_only=True),
+                 Col(f"{col}_ci_lo", f"{header} CI low", True, csv_only=True),
+                 Col(f"{col}_ci_hi", f"{header} CI high", True, csv_only=True)]
+    cols.append(Col("note", "Note"))
+    notes = [f"interval: {METHOD}; over the ok repeats of each configuration (rows differing only by `repeat`)",
+             "n=1: one valid repeat, no interval; run with --repeats N (N >= 3) for one"]
+    short = sum(bool(r["note"]) for r in records)
+    if short:
+        notes.append(f"{short} configuration(s) have fewer valid repeats than asked (see Note)")
+    return Table("repeats", "Median and 95% bootstrap CI over repeats, per configuration", cols, records, notes)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,53 @@
+"""Per-row set-up (issue 19), through the CLI: every row's phases in row.json, setup_s and the probe column in
+results.csv, one probe reused across batches, and the report's "time outside measurement windows"."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from repo_paths import REPO
+
+
+def test_rows_record_phases_reuse_one_probe_and_the_report_sums_setup(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path / "cache")}
+    profile = tmp_path / "phases.yaml"
+    profile.write_text(yaml.safe_dump({
+        "name": "phases", "extends": "smoke",
+        "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1, 2], "instances": [1]},
+        "run": {"warmup_s": 0.1, "duration_s": 0.3, "max_duration_s": 3.0, "min_inferences": 10,
+                "accuracy_samples": 4}}))
+    out = subprocess.run([sys.executable, "-m", "edgebench", "bench", "--device", str(profile), "--out",
+                          str(tmp_path / "runs")], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    run_dir = next((tmp_path / "runs").iterdir())
+    rows = list(csv.DictReader(open(run_dir / "results.csv")))
+    assert [r["batch"] for r in rows] == ["1", "2"]
+    # one probe process for both batches; the second row names the first's
+    assert rows[0]["probe"].startswith("row 0 (batch 1, pid ") and rows[1]["probe"] == rows[0]["probe"]
+    assert rows[0]["accuracy_cosine_min"] and rows[1]["accuracy_cosine_min"]
+    assert all(r["threads_note"].startswith("auto: (") for r in rows)
+    docs = [json.loads(p.read_text()) for p in sorted((run_dir / "rows").glob("*/row.json"))]
+    for row, doc in zip(rows, docs):
+        ph = doc["phases"]
+        assert {"export", "precision", "prepare", "probe", "spawn", "load", "warmup", "window", "collect",
+                "accuracy", "total", "setup"} <= set(ph)
+        assert ph["window"] >= 0.3 and ph["total"] > ph["window"] + ph["warmup"]
+        assert abs(ph["setup"] - (ph["total"] - ph["window"] - ph["warmup"])) < 1e-3
+        assert float(row["setup_s"]) >= ph["setup"]  # the row's figure also counts writing row.json
+    assert docs[0]["probe"]["pid"] and docs[1]["phases"]["probe"] < docs[0]["phases"]["probe"]  # reused: no process
+    rep = subprocess.run([sys.executable, "-m", "edgebench", "report", str(run_dir), "--out", str(tmp_path / "rep"),
+                          "--formats", "png"], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    summary = Path(tmp_path / "rep" / "summary.md").read_text()
+    section = summary.split("## Time outside measurement windows", 1)[1].split("## ", 1)[0]
+    line = next(x for x in section.splitlines() if x.startswith(f"| {run_dir.name}") or "| 2 |" in x)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    total, windows, warmup, outside = map(float, cells[2:6])
+    assert cells[1] == "2" and abs(total - (windows + warmup + outside)) < 0.2
+    assert abs(outside - sum(d["phases"]["setup"] for d in docs)) < 0.2
