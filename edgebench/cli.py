@@ -35,7 +35,7 @@ from edgebench.commands.options import (
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
-from edgebench.errors import DiskFullError, EdgebenchError
+from edgebench.errors import DiskFullError, EdgebenchError, ModelError
 from edgebench.models.artifacts import Artifacts
 from edgebench.models.export import export_onnx, load_external_onnx
 from edgebench.models.inputs import load_data
@@ -84,8 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--precision", default="fp32")
     r.add_argument("--batch", type=positive_int, default=None,
                    help="samples per inference (default: the batch the graph fixes, else the --shapes batch, else 1)")
-    r.add_argument("--shapes", help="shapes of the inputs' symbolic axes, trtexec form, batch first: "
-                                    "input_ids:8x128,attention_mask:8x128 (the batch axis stays --batch)")
+    r.add_argument("--shapes", help="shapes of the inputs' symbolic axes, trtexec form, the full shape as the graph "
+                                    "takes it: input_ids:8x128,attention_mask:8x128 (the batch axis stays --batch)")
+    r.add_argument("--batch-axis", help="the batch axis of inputs, for --onnx: state:1 (a [layers, batch, hidden] "
+                                        "state), sr:none (no batch axis: fed as is at every batch); default: found "
+                                        "from the graph")
     r.add_argument("--vocab", help="vocabulary size of token-id inputs: 30522, or input_ids:30522,token_type_ids:2")
     r.add_argument("--data", help=".npz (one array per input name) or a folder of .npz: real inputs for the "
                                   "accuracy check and int8 calibration")
@@ -304,11 +307,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     fixed_batches: dict[str, int] = {}
     batch = args.batch
     if args.onnx:
-        load_external_onnx(args.onnx, expected_shape=None, batch=batch)
+        load_external_onnx(args.onnx, expected_shape=None, batch=None)
         label = Path(args.onnx).stem
         shapes = args.shapes or (profile.sweep.get("shapes") or {}).get(label)
         spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
-                         shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}")
+                         shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}",
+                         batch_axis=args.batch_axis)
+        fixed_batch_refusal(spec, batch, args.onnx)
         if args.data:  # read it now: a wrong file or array is an error before anything runs
 
             load_data(args.data, spec.input_set)
@@ -317,9 +322,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if spec.fixed_batch is not None:
             fixed_batches[model] = spec.fixed_batch
         if batch is None:
-            given = {s[0] for s in parse_shapes(shapes).values()} if shapes else set()
+            given = shapes_batches(spec, parse_shapes(shapes)) if shapes else set()
             batch = spec.fixed_batch or (given.pop() if len(given) == 1 else 1)
     else:
+        if args.batch_axis:
+            raise EdgebenchError(f"--batch-axis: model {model} states its inputs' batch axes in its spec "
+                                 f"(models/{model}.yaml: inputs[i].batch_axis); --batch-axis is for --onnx")
         if args.vocab:
             raise EdgebenchError(f"--vocab: model {model} states its inputs' vocabulary in its spec "
                                  f"(models/{model}.yaml); --vocab is for --onnx")
@@ -351,6 +359,24 @@ def cmd_run(args: argparse.Namespace) -> int:
                      fixed_batches=fixed_batches)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)
+
+
+def shapes_batches(spec: Any, shapes: dict[str, tuple[int, ...]]) -> set[int]:
+    """The batch each --shapes entry gives, read on its input's batch axis (inputs with none give no batch)."""
+    axes = {d.name: d.batch_axis for d in spec.input_set}
+    return {dims[axes[name]] for name, dims in shapes.items()
+            if axes.get(name) is not None and len(dims) > axes[name]}  # type: ignore[index]
+
+
+def fixed_batch_refusal(spec: Any, batch: int | None, path: str) -> None:
+    """--batch that contradicts the batch the graph fixes (on the inputs' batch axes): one line, nothing runs."""
+    fixed = spec.fixed_batch
+    if batch is None or fixed is None or batch == fixed:
+        return
+    d = next(d for d in spec.input_set if d.batch_axis is not None and d.batch_axis not in d.dynamic_axes)
+    raise ModelError(f"{path}: input '{d.name}' has a fixed batch of {fixed} (shape {list(d.full_shape(fixed))}, "
+                     f"batch axis {d.batch_axis}), batch {batch} was requested (shape {list(d.full_shape(batch))}); "
+                     "export it with a dynamic batch axis")
 
 
 def _output_dir(path: Path, flag: str) -> Path:

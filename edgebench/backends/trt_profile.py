@@ -39,8 +39,9 @@ def optimisation_profile(inputs: Iterable[InputDesc], batch: int,
     """min/opt/max for every input with a dynamic axis (InputDesc.dynamic_axes), in input order.
 
     Static (batch_range None): min = opt = max = (batch, *sample shape). With batch_range (lo, hi): the batch
-    axis spans lo..hi with opt = batch, which must lie inside; only an input whose batch axis is dynamic can
-    span a range. Errors name the input."""
+    axis (InputDesc.batch_axis, not always axis 0: a state [layers, batch, hidden] has it at 1) spans lo..hi with
+    opt = batch, which must lie inside; only an input whose batch axis is dynamic can span a range, and an
+    input with no batch axis keeps its one shape. Errors name the input."""
     if batch < 1:
         raise BackendError(f"TensorRT profile: batch {batch} must be >= 1")
     if batch_range is not None:
@@ -57,7 +58,10 @@ def optimisation_profile(inputs: Iterable[InputDesc], batch: int,
         if batch_range is None:
             entries.append(ProfileEntry(d.name, opt, opt, opt))
             continue
-        if 0 not in d.dynamic_axes:
+        if d.batch_axis is None:  # per-model input (state, a scalar): one shape at every batch
+            entries.append(ProfileEntry(d.name, opt, opt, opt))
+            continue
+        if d.batch_axis not in d.dynamic_axes:
             raise BackendError(f"TensorRT profile: input '{d.name}' has a fixed batch axis; it cannot span "
                                f"batches {batch_range[0]}..{batch_range[1]}")
         entries.append(ProfileEntry(d.name, d.full_shape(batch_range[0]), opt, d.full_shape(batch_range[1])))

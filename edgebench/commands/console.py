@@ -6,6 +6,7 @@ compactly (`31x cuda:0`, `cuda:0+dla0`); results.csv keeps the full placement ce
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -64,7 +65,7 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
     else:
         label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
                  f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}")
-        detail = f"{show(typed_row(row).get('throughput_ips'))} img/s" if status in ("ok", "invalid") else ""
+        detail = f"{show(typed_row(row).get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
     console = _rich_console()
@@ -75,10 +76,25 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
         print(text, flush=True)
 
 
+IMAGE_SHAPE = re.compile(r"^[^:;]+:float(?:16|32)\[\d+x[13]x\d+x\d+\]$")
+
+
+def rate_unit(row: dict[str, Any]) -> str:
+    """'img/s' when the row's one input is an image ([N, 1|3, H, W] float), else 'samples/s' (audio, text, state).
+    A row without input_shapes (older runs) keeps 'img/s'."""
+    shapes = str(row.get("input_shapes") or "")
+    if not shapes:
+        return "img/s"
+    return "img/s" if IMAGE_SHAPE.match(shapes) else "samples/s"
+
+
 def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") -> str:
     """The end-of-run table of result rows, typed or as text (results.reader.typed_row reads both), e.g.
-    ResultsStore.records() (also returned as plain text so callers can log it)."""
-    header = [h for _, h in SUMMARY_COLUMNS]
+    ResultsStore.records() (also returned as plain text so callers can log it). The throughput and energy columns
+    say img when every row's input is an image, samples otherwise (the CSV keeps throughput_ips)."""
+    unit = "img" if all(rate_unit(r) == "img/s" for r in rows) else "samples"
+    header = [{"img/s": f"{unit}/s", "mJ/img": f"mJ/{unit[:-1] if unit == 'samples' else unit}"}.get(h, h)
+              for _, h in SUMMARY_COLUMNS]
     body = [[show(compact_placement(str(r.get(k) or "")) if k == "placement" else r.get(k)) for k, _ in SUMMARY_COLUMNS]
             for r in map(typed_row, rows)]
     return _print_table(title, header, body)

@@ -138,12 +138,14 @@ MODEL_SCHEMA: dict[str, Field] = {
     "onnx_path": Field("str|none", None, doc="for source: onnx"),
     "input_name": Field("str", "input"),
     "input_shape": Field("list[int]", minimum=1, doc="per-sample shape, without the batch axis (one-input models)"),
-    "inputs": Field("list[map]", None, doc="several inputs: [{name, dtype, shape (per sample), vocab, role}], "
+    "inputs": Field("list[map]", None, doc="several inputs: [{name, dtype, shape (per sample), vocab, role, batch_axis}], "
                                            "in the order the model's forward() takes them"),
     "outputs": Field("list[str]", None, doc="names of the model's outputs, in forward() order (default: [output_name])"),
     "config": Field("map|none", None, doc="keyword arguments of the model constructor (random init from a config)"),
     "vocab": Field("int|none", None, minimum=1, doc="vocabulary size: token-id inputs are drawn from [0, vocab)"),
     "shapes": Field("str|none", None, doc="source onnx: shapes of symbolic axes, trtexec form 'name:1x3x320x320'"),
+    "batch_axis": Field("map|none", None, doc="source onnx: batch axis per input name (an int, or none: no batch "
+                                              "axis, fed as is at every batch); default: found from the graph"),
     "data": Field("str|none", None, doc=".npz (one array per input name) or folder of them: accuracy + calibration"),
     "input_dtype": Field("str", "float32", choices=DTYPES),
     "output_name": Field("str", "output"),

@@ -4,7 +4,9 @@ The reference is the FP32 ONNX run by ONNX Runtime on the CPU (the most portable
 on `accuracy_samples` seeded inputs (or the model's real data). Every row's probe process runs the same
 inputs (runner/probe.py, never a measured process); this module compares the two, output by output (by name).
 Metrics per output: minimum cosine similarity of a sample's values and max absolute error for every
-output; top-1 agreement (%) only where the output is a class-score vector ([N, C], float, C >= 2).
+output; top-1 agreement (%) only where the output is a class-score vector ([N, C], float, C >= 2). Samples whose
+FP32 reference is ~0 (every |value| < NEAR_ZERO_REF: a detector on noise) are left out of the cosine; an output
+that is ~0 for every sample is flagged ("FP32 reference is ~0"), not scored.
 `compare` (one output, top-1 always) is the one-output form kept for its callers.
 """
 
@@ -14,7 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from edgebench.models.inputs import batches_of, load_data, make_input, synthetic
+from edgebench.models.inputs import (
+    batches_of,
+    concat_outputs,
+    head,
+    load_data,
+    make_input,
+    output_batch_axes,
+    sample_count,
+    synthetic,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -22,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.models.inputs import InputDesc
 
 ACCURACY_SEED_OFFSET = 1_000_003  # accuracy inputs never equal the timing inputs
+NEAR_ZERO_REF = 1e-6  # an FP32 reference sample whose largest |value| is below this has no direction to compare
 
 
 @dataclass(frozen=True)
@@ -43,13 +55,15 @@ def reference_outputs(fp32_onnx: str, input_name: str, inputs: np.ndarray) -> np
     return next(iter(outputs.values()))
 
 
-def reference_outputs_all(fp32_onnx: str, inputs: Mapping[str, np.ndarray],
-                          max_batch: int | None = None) -> dict[str, np.ndarray]:
-    """Every output of the FP32 model on `inputs` ({name: [N, ...]}), ONNX Runtime CPU.
+def reference_outputs_all(fp32_onnx: str, inputs: Mapping[str, np.ndarray], max_batch: int | None = None,
+                          plan: tuple[InputDesc, ...] | None = None,
+                          fixed_batch: int | None = None) -> dict[str, np.ndarray]:
+    """Every output of the FP32 model on `inputs` (N samples on each input's batch axis: `plan`, else axis 0),
+    ONNX Runtime CPU.
 
     A graph with a dynamic batch axis runs the set in chunks of `max_batch` (None: all at once); a graph whose
-    batch is fixed (e.g. 1) runs it in chunks of that batch. A last short chunk is padded with copies of its
-    final sample and the padding trimmed from the outputs."""
+    batch is fixed (`fixed_batch`, else a fixed axis 0 without a plan) runs it in chunks of that batch. A last
+    short chunk is padded with copies of its final sample and the padding trimmed from the outputs."""
     import numpy as np
     import onnxruntime as ort
 
@@ -57,15 +71,17 @@ def reference_outputs_all(fp32_onnx: str, inputs: Mapping[str, np.ndarray],
     so = ort.SessionOptions()
     so.log_severity_level = 3
     sess = ort.InferenceSession(fp32_onnx, sess_options=so, providers=["CPUExecutionProvider"])
-    total = len(next(iter(inputs.values())))
-    fixed = {i.shape[0] for i in sess.get_inputs() if i.shape and isinstance(i.shape[0], int) and i.shape[0] > 0}
-    batch = min(fixed) if fixed else min(total, max_batch or total)
+    total = sample_count(inputs, plan)
+    if plan is None:
+        fixed = {i.shape[0] for i in sess.get_inputs() if i.shape and isinstance(i.shape[0], int) and i.shape[0] > 0}
+        fixed_batch = min(fixed) if fixed else None
+    batch = fixed_batch or min(total, max_batch or total)
     names = [o.name for o in sess.get_outputs()]
     parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    for chunk in batches_of(dict(inputs), batch):
+    for chunk in batches_of(dict(inputs), batch, inputs=plan):
         for name, value in zip(names, sess.run(names, chunk), strict=True):
             parts[name].append(np.asarray(value))
-    return {n: np.concatenate(chunks)[:total] for n, chunks in parts.items()}
+    return concat_outputs(parts, batch, total, output_batch_axes(fp32_onnx, plan) if plan else None)
 
 
 def compare(outputs: np.ndarray, reference: np.ndarray) -> Agreement:
@@ -116,7 +132,7 @@ def accuracy_feeds(inputs: tuple[InputDesc, ...], samples: int, seed: int,
     file/folder) or seeded synthetic data valid per input (never equal to the timing inputs)."""
 
     if data:
-        return {k: v[:samples] for k, v in load_data(data, inputs).items()}
+        return head(load_data(data, inputs), samples, inputs)
     return synthetic(inputs, samples, seed + ACCURACY_SEED_OFFSET)
 
 
@@ -145,7 +161,15 @@ def compare_outputs(outputs: Mapping[str, np.ndarray], reference: Mapping[str, n
         if ref.size == 0:
             out.append(OutputAgreement(name, None, None, None, 0, "empty output"))
             continue
-        a = compare(got, ref)
+        flat = np.abs(ref.reshape(len(ref), -1)) if ref.ndim else np.abs(ref.reshape(1, 1))
+        live = flat.max(axis=1) >= NEAR_ZERO_REF
+        if not live.any():
+            err = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
+            out.append(OutputAgreement(name, None, None, None, 0,
+                                       f"FP32 reference is ~0 (max |x| = {float(flat.max()):.3g} < {NEAR_ZERO_REF:g}): "
+                                       f"no cosine; max_abs={err:.3g}"))
+            continue
+        a = compare(got[live], ref[live]) if ref.ndim else compare(got.reshape(1, 1), ref.reshape(1, 1))
         scores = is_class_scores(ref, num_classes) and ref.shape[1] not in per_element
         top1 = a.top1_agreement_pct if scores else None
         out.append(OutputAgreement(name, a.cosine_min, a.max_abs_err, top1, a.samples))

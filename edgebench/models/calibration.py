@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ModelError
-from edgebench.models.inputs import load_data, synthetic
+from edgebench.models.inputs import load_data, sample_count, synthetic
 from edgebench.models.labelled import Preprocess, load_labelled
 from edgebench.models.weights import preprocess_for
 
@@ -73,8 +73,9 @@ def _from_labelled(labelled: dict[str, Any] | None, shape: tuple[int, ...], samp
         raise ModelError(f"calibration: preprocessing gives {[pre.channels, pre.height, pre.width]}, "
                          f"the model takes {list(shape)}")
     ds = load_labelled(labelled["dataset"], labelled.get("labels"))
-    _, calib = ds.split(0, samples, seed)
-    return ds.load(calib, pre), [ds.files[i] for i in calib]
+    _, calib = ds.split(1, samples, seed)  # at least one image must stay for evaluation (disjoint sets)
+    data, calib, _ = ds.load_readable(calib, pre)  # an unreadable image is skipped (the record lists the files used)
+    return data, [ds.files[i] for i in calib]
 
 
 def labelled_source(spec: Any, calibration: Any) -> dict[str, Any] | None:
@@ -172,7 +173,7 @@ def calibration_feeds(
         raise ModelError(f"calibration: samples must be >= 1, got {samples}")
     npz = source != "synthetic" and (source.endswith(".npz") or (
         Path(source).is_dir() and any(p.suffix == ".npz" for p in Path(source).iterdir())))
-    if len(inputs) == 1 and inputs[0].dtype == "float32" and not npz:
+    if len(inputs) == 1 and inputs[0].dtype == "float32" and inputs[0].batch_axis == 0 and not npz:
         data, record = calibration_batches(source, inputs[0].shape, samples, seed)
         return {inputs[0].name: data}, record
     record: dict[str, Any] = {"source": source, "seed": seed}
@@ -186,7 +187,7 @@ def calibration_feeds(
     for d in inputs:
         digest.update(d.name.encode())
         digest.update(np.ascontiguousarray(feeds[d.name]).tobytes())
-    record["count"] = int(len(feeds[inputs[0].name]))
+    record["count"] = sample_count(feeds, inputs)
     record["shape"] = list(feeds[inputs[0].name].shape)
     record["inputs"] = {d.name: {"dtype": d.dtype, "shape": list(feeds[d.name].shape), "role": d.role,
                                  "vocab": d.vocab} for d in inputs}

@@ -276,15 +276,17 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's DeprecationWarning
-            if exporter == "torchscript":
-                axes = {n: {0: "batch"} for n in (*in_names, *out_names)} if spec.dynamic_batch else None
+            if exporter == "torchscript":  # each input's batch on its own axis (a state [layers, batch, hidden]: 1)
+                axes = ({**{d.name: {d.batch_axis: "batch"} for d in spec.input_set if d.batch_axis is not None},
+                         **{n: {0: "batch"} for n in out_names}} if spec.dynamic_batch else None)
                 torch.onnx.export(
                     model, example, str(out), opset_version=spec.opset, dynamo=False,
                     dynamic_axes=axes, do_constant_folding=True, **names,
                 )
             else:
                 dim = torch.export.Dim("batch", min=1)
-                shapes = tuple({0: dim} for _ in in_names) if spec.dynamic_batch else None
+                shapes = (tuple({d.batch_axis: dim} if d.batch_axis is not None else None for d in spec.input_set)
+                          if spec.dynamic_batch else None)
                 program = torch.onnx.export(
                     model, example, None, opset_version=spec.opset, dynamo=True,
                     dynamic_shapes=shapes, external_data=False, verbose=False, **names,
@@ -408,16 +410,14 @@ def inspect_onnx(path: Path | str) -> OnnxInfo:
     for inp in values:
         if not inp.type.HasField("tensor_type") or not inp.type.tensor_type.HasField("shape"):
             raise ModelError(f"{path}: input '{inp.name}' has no tensor shape")
-        dims = value_dims(inp)
-        if len(dims) < 1:
-            raise ModelError(f"{path}: input '{inp.name}' is a scalar; a batch axis is needed")
+        dims = value_dims(inp)  # -1 / 0 dims read as dynamic (None), as inputs.resolve reads them
         inputs.append(GraphInput(inp.name, tensor_dtype(inp), dims))
     first = inputs[0]
     return OnnxInfo(
         path=str(path),
         input_name=first.name,
         input_shape=tuple(first.dims[1:]),
-        batch=first.dims[0],
+        batch=first.dims[0] if first.dims else None,
         input_dtype=first.dtype,
         output_names=tuple(o.name for o in proto.graph.output),
         opset=_default_opset(proto),

@@ -40,6 +40,7 @@ class LabelledSet:
     labels: tuple[int, ...]
     classes: tuple[str, ...]  # class folder names (empty for a labels file)
     labels_file: str | None = None
+    empty_classes: tuple[str, ...] = ()  # class folders with no image (they keep their class index)
 
     def __len__(self) -> int:
         return len(self.files)
@@ -51,13 +52,13 @@ class LabelledSet:
 
         if calibrate > len(self):
             raise ModelError(f"{self.root}: {len(self)} labelled images, {calibrate} asked for calibration "
-                             f"(calibration.samples)")
+                             f"(int8: --calibration-samples / calibration.samples)")
         order = np.random.default_rng(seed).permutation(len(self)).tolist()
         calib = order[len(order) - calibrate:] if calibrate else []
         room = len(order) - calibrate
         if room < 1 and evaluate > 0:
             raise ModelError(f"{self.root}: {len(self)} labelled images leave none to evaluate after "
-                             f"{calibrate} for calibration (lower calibration.samples)")
+                             f"{calibrate} for int8 calibration (lower --calibration-samples / calibration.samples)")
         return sorted(order[:min(evaluate, room)]), calib
 
     def load(self, indexes: list[int], pre: Preprocess) -> np.ndarray:
@@ -66,6 +67,25 @@ class LabelledSet:
         if not indexes:
             return np.zeros((0, pre.channels, pre.height, pre.width), dtype=np.float32)
         return np.stack([pre.load(self.root / self.files[i]) for i in indexes])
+
+    def load_readable(self, indexes: list[int], pre: Preprocess) -> tuple[np.ndarray, list[int], list[str]]:
+        """(inputs, the indexes read, 'file: why' for each image that could not be read: skipped, not fatal).
+        Every image unreadable is an error naming the first."""
+        import numpy as np
+
+        arrays, kept, skipped = [], [], []
+        for i in indexes:
+            try:
+                arrays.append(pre.load(self.root / self.files[i]))
+            except ModelError as exc:
+                skipped.append(f"{self.files[i]}: {str(exc).split(': ', 1)[-1]}")
+                continue
+            kept.append(i)
+        if indexes and not kept:
+            raise ModelError(f"{self.root}: none of {len(indexes)} labelled images could be read ({skipped[0]})")
+        if not arrays:
+            return np.zeros((0, pre.channels, pre.height, pre.width), dtype=np.float32), kept, skipped
+        return np.stack(arrays), kept, skipped
 
     def digest(self, indexes: list[int]) -> str:
         """sha256 over the chosen (file, label) pairs: names the subset in a row without listing it."""
@@ -97,7 +117,10 @@ def load_labelled(root: str | Path, labels_file: str | Path | None = None) -> La
         raise ConfigError(str(folder), "", f"labelled data set: no images ({', '.join(IMAGE_SUFFIXES)}) in "
                                            f"{len(class_dirs)} class folders")
     files.sort()
-    return LabelledSet(folder, tuple(f for f, _ in files), tuple(lb for _, lb in files), tuple(names))
+    used = {lb for _, lb in files}
+    empty = tuple(n for n in names if index[n] not in used)
+    return LabelledSet(folder, tuple(f for f, _ in files), tuple(lb for _, lb in files), tuple(names),
+                       empty_classes=empty)
 
 
 def _from_labels_file(folder: Path, path: Path) -> LabelledSet:
@@ -162,7 +185,21 @@ class Evaluation:
 
     def row_fields(self) -> dict[str, Any]:
         return {"accuracy_dataset": self.record["dataset"],
-                "accuracy_subset_sha256": self.record["evaluated_sha256"][:16]}
+                "accuracy_subset_sha256": self.record["evaluated_sha256"][:16],
+                "accuracy_skipped": len(self.record.get("skipped") or [])}
+
+    def notes(self) -> list[str]:
+        """What the row's reason says about the data set: skipped images, empty class folders, no reserve."""
+        out = []
+        if skipped := self.record.get("skipped"):
+            out.append(f"labelled accuracy: {len(skipped)} unreadable image(s) skipped ({skipped[0]}"
+                       f"{', ...' if len(skipped) > 1 else ''})")
+        if empty := self.record.get("empty_classes"):
+            out.append(f"labelled data set: empty class folder(s) {', '.join(empty)} (no images; they keep their "
+                       "class index)")
+        if note := self.record.get("calibration_note"):
+            out.append(note)
+        return out
 
     def score(self, outputs: dict[str, np.ndarray], output_name: str) -> dict[str, Any]:
         """top-1/top-5 of the named output (the first one when that name is absent)."""
@@ -181,12 +218,19 @@ def evaluation_set(spec: Any, accuracy: Any, calibration: Any, samples: int) -> 
     ds = load_labelled(accuracy["dataset"], accuracy.get("labels"))
     reserve = int(calibration.get("samples", 0)) if str(calibration.get("source")) == "labelled" else 0
     seed = int(calibration.get("seed", 0))
+    note = None
+    if reserve and reserve >= len(ds):  # an fp32 row still evaluates; the int8 row's calibration says why not
+        note = (f"labelled data set has {len(ds)} images, too few to reserve {reserve} for int8 calibration and "
+                f"evaluate the rest: nothing reserved (lower --calibration-samples for int8 rows)")
+        reserve = 0
     evaluated, calib = ds.split(samples, reserve, seed)
+    inputs, evaluated, skipped = ds.load_readable(evaluated, pre)
     record = {"dataset": str(ds.root), "labels_file": ds.labels_file, "images_total": len(ds),
               "classes": len(ds.classes) or len(set(ds.labels)), "seed": seed, "requested": samples,
               "evaluated": len(evaluated), "evaluated_sha256": ds.digest(evaluated),
               "calibration_reserved": len(calib), "calibration_sha256": ds.digest(calib),
               "preprocess": pre.to_dict(), "files": [ds.files[i] for i in evaluated],
-              "labels": [ds.labels[i] for i in evaluated]}
+              "labels": [ds.labels[i] for i in evaluated], "skipped": skipped,
+              "empty_classes": list(ds.empty_classes), "calibration_note": note}
     labels = np.asarray([ds.labels[i] for i in evaluated], dtype=np.int64)
-    return Evaluation(ds.load(evaluated, pre), labels, record)
+    return Evaluation(inputs, labels, record)

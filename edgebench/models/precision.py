@@ -8,8 +8,11 @@
   float16, inputs/outputs stay float32 (Cast nodes at the edges), so every backend feeds the same input.
 - int8: onnxruntime.quantization.quantize_static, QDQ format, per-channel symmetric INT8 weights, symmetric
   INT8 activations (the explicit-quantization form TensorRT consumes), MinMax-calibrated on
-  calibration_batches(); quant_pre_process runs first when it succeeds. On x86 hosts without VNNI the weights
-  use 7 bits (reduce_range): ONNX Runtime's int8 CPU kernels there saturate otherwise (edgebench.models.int8_host).
+  calibration_batches() cut by the model's shape plan (calibration_chunks); quant_pre_process runs first when it
+  succeeds. Graphs older than opset 13 are upgraded (onnx version converter) or quantised per-tensor; nodes of
+  an unknown domain stay float; the sidecar's int8_notes say which, and the file must load in ORT. On x86 hosts
+  without VNNI the weights use 7 bits (reduce_range): ONNX Runtime's int8 CPU kernels there saturate otherwise
+  (edgebench.models.int8_host).
 Each variant is cached by the FP32 file's sha256, the settings and (int8) the calibration record.
 """
 
@@ -26,7 +29,17 @@ from edgebench.errors import ModelError
 from edgebench.models.artifacts import Artifact, Artifacts
 from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
 from edgebench.models.export import inspect_onnx
-from edgebench.models.inputs import GraphInput, load_data, parse_vocab, resolve, vocab_from
+from edgebench.models.inputs import (
+    GraphInput,
+    batches_of,
+    load_data,
+    parse_batch_axes,
+    parse_vocab,
+    resolve,
+    sample_count,
+    vocab_from,
+)
+from edgebench.models.int8_graph import check_loads, custom_domain_nodes, first_line, opset_for_qdq
 from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import ModelSpec
@@ -141,7 +154,7 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     else:
         if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data):
             source = spec.data
-            samples = min(samples, len(next(iter(load_data(source, spec.input_set).values()))))
+            samples = min(samples, sample_count(load_data(source, spec.input_set), spec.input_set))
         data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
     reduce_range, reduce_range_reason = int8_reduce_range()
     settings = {**INT8_SETTINGS, "reduce_range": reduce_range}
@@ -151,8 +164,13 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     def build(tmp: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as work:
-            source, pre = _pre_process(fp32.path, Path(work) / "pre.onnx")
-            _quantize(spec, source, tmp, data, reduce_range)
+            upgraded, opset_note, per_channel = opset_for_qdq(fp32.path, Path(work) / "opset13.onnx")
+            source, pre = _pre_process(upgraded, Path(work) / "pre.onnx")
+            kept = custom_domain_nodes(source, Path(work) / "named.onnx")
+            if kept.path is not None:
+                source = kept.path
+            _quantize(spec, source, tmp, data, reduce_range, per_channel=per_channel, exclude=kept.names)
+        check_loads(spec.name, tmp)
         quantize_s = time.perf_counter() - t0
         proto = onnx.load(str(tmp))
         ops = [n.op_type for n in proto.graph.node]
@@ -160,10 +178,11 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             "model": spec.name,
             "precision": "int8",
             "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
-            "settings": settings,
+            "settings": {**settings, "per_channel": per_channel},
             "reduce_range_reason": reduce_range_reason,
             "pre_process": pre,
             "calibration": record,
+            "int8_notes": [n for n in (opset_note, kept.note) if n],
             "qdq_nodes": {"QuantizeLinear": ops.count("QuantizeLinear"),
                           "DequantizeLinear": ops.count("DequantizeLinear")},
             "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},
@@ -185,7 +204,21 @@ def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
     return out, "quant_pre_process"
 
 
-def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], reduce_range: bool) -> None:
+def calibration_chunks(spec: ModelSpec, data: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """The calibration set cut by the model's shape plan: chunks of the graph's fixed batch (a short last one
+    dropped), else of CALIBRATION_BATCH (the last one padded); inputs with no batch axis go whole into each."""
+    count = sample_count(data, spec.input_set)
+    step = spec.fixed_batch
+    if step is None:
+        return batches_of(data, min(CALIBRATION_BATCH, count), inputs=spec.input_set)
+    if count < step:
+        raise ModelError(f"{spec.name}: the graph fixes the batch at {step}, calibration has {count} samples; "
+                         f"give at least {step} (--calibration-samples, calibration.samples)")
+    return batches_of(data, step, pad=False, inputs=spec.input_set)
+
+
+def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], reduce_range: bool = False, *,
+              per_channel: bool = True, exclude: tuple[str, ...] = ()) -> None:
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -194,18 +227,7 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
         quantize_static,
     )
 
-
-    info = inspect_onnx(src)
-    count = len(next(iter(data.values())))
-    if info.dynamic_batch:
-        batches = [{k: v[i:i + CALIBRATION_BATCH] for k, v in data.items()} for i in range(0, count, CALIBRATION_BATCH)]
-    else:
-        step = int(info.batch)  # type: ignore[arg-type]
-        if count < step:
-            raise ModelError(
-                f"{spec.name}: the ONNX input has a fixed batch of {step}, calibration has {count} samples"
-            )
-        batches = [{k: v[i:i + step] for k, v in data.items()} for i in range(0, count - step + 1, step)]
+    batches = calibration_chunks(spec, data)
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
@@ -218,24 +240,31 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
         quantize_static(
             str(src), str(out), Reader(),
             quant_format=QuantFormat.QDQ,
-            per_channel=True,
+            per_channel=per_channel,
             reduce_range=reduce_range,
             weight_type=QuantType.QInt8,
             activation_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,
+            nodes_to_exclude=list(exclude),
             extra_options=dict(INT8_SETTINGS["extra_options"]),  # type: ignore[arg-type]
         )
     except ModelError:
         raise
+    except KeyError as exc:  # e.g. KeyError('140_scale'): a tensor the calibration produced no range for
+        key = str(exc.args[0]) if exc.args else ""
+        tensor = key.rsplit("_", 1)[0] if key.endswith(("_scale", "_zero_point")) else key
+        raise ModelError(f"{spec.name}: int8 quantization found no calibration range for tensor '{tensor}' "
+                         f"(quantizer KeyError {key!r}); the node producing it could not be calibrated") from None
     except Exception as exc:  # the quantizer raises many kinds
-        raise ModelError(f"{spec.name}: int8 quantization failed ({type(exc).__name__}: {exc})") from None
+        raise ModelError(f"{spec.name}: int8 quantization failed ({type(exc).__name__}: {first_line(exc)})") from None
 
 
 # --------------------------------------------------------------------------- external ONNX
 
 def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tuple[int, ...]] | None = None,
               vocab: str | int | dict[str, int] | None = None, data: str | None = None,
-              shapes_source: str = "--shapes") -> ModelSpec:
+              shapes_source: str = "--shapes", batch_axis: str | Mapping[str, Any] | None = None,
+              axes_source: str = "--batch-axis") -> ModelSpec:
     """A ModelSpec (source "onnx") for an external ONNX file, so it goes through the same precision pipeline.
 
     Every input is resolved from the graph (edgebench.models.inputs.resolve): symbolic axes besides the batch need
@@ -245,8 +274,9 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
     info = inspect_onnx(path)
     shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
     vocab_map = parse_vocab(vocab)
+    axes = parse_batch_axes(batch_axis, axes_source)
     plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
-                   vocab_from_data=bool(data))
+                   vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source)
     inputs = plan.inputs
     if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
         inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
@@ -271,6 +301,7 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
         shapes=",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shape_map.items()) or None,
         data=data,
         graph_batch=plan.fixed_batch,
+        batch_axis=axes or None,
     )
 
 
@@ -299,13 +330,16 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
         if spec.inputs and not shapes:
             return spec
         got = onnx_spec(str(spec.onnx_path), spec.name, shapes=shapes or spec.shapes, vocab=spec.vocab,
-                        data=spec.data, shapes_source=shapes_source if shapes else f"{spec.spec_file}: shapes")
+                        data=spec.data, shapes_source=shapes_source if shapes else f"{spec.spec_file}: shapes",
+                        batch_axis=spec.batch_axis, axes_source=f"{spec.spec_file}: batch_axis")
         return dataclasses.replace(
             got, description=spec.description or got.description, spec_file=spec.spec_file or got.spec_file,
             parity_atol=spec.parity_atol, weights=spec.weights,
             num_classes=spec.num_classes if spec.spec_file.endswith((".yaml", ".yml")) else got.num_classes)
     if shapes:
-        graph = [GraphInput(d.name, d.dtype, ("batch" if spec.dynamic_batch else 1, *d.shape)) for d in spec.input_set]
+        graph = [GraphInput(d.name, d.dtype, d.full_shape("batch" if spec.dynamic_batch else 1))  # type: ignore[arg-type]
+                 for d in spec.input_set]
         resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.input_set},
-                source=f"model {spec.name}", shapes_source=shapes_source)
+                source=f"model {spec.name}", shapes_source=shapes_source,
+                batch_axis={d.name: d.batch_axis for d in spec.input_set})
     return spec

@@ -12,7 +12,7 @@ from edgebench.config.fields import MODEL_SCHEMA, check_value
 from edgebench.config.profile import MODELS_DIR, _read_yaml
 from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ConfigError, EdgebenchError
-from edgebench.models.inputs import INPUT_DTYPES, ROLES, InputDesc, role_for
+from edgebench.models.inputs import INPUT_DTYPES, ROLES, InputDesc, parse_batch_axes, role_for
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class ModelSpec:
     vocab: int | None = None
     shapes: str | None = None
     data: str | None = None
+    batch_axis: Mapping[str, Any] | None = None  # source onnx: {input: axis | None}; default: from the graph
     graph_batch: int | None = None  # external ONNX: the batch its graph fixes (None: dynamic or 1)
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,6 +49,7 @@ class ModelSpec:
         d["inputs"] = [i.to_dict() for i in self.inputs]
         d["outputs"] = list(self.outputs)
         d["config"] = dict(self.config)
+        d["batch_axis"] = dict(self.batch_axis) if self.batch_axis else None
         for key in (*NEW_SPEC_KEYS, "graph_batch"):  # absent when unused, so one-input specs keep their export cache keys
             if not d[key]:
                 del d[key]
@@ -86,7 +88,7 @@ class ModelSpec:
         return "random-init"
 
 
-NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data")
+NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data", "batch_axis")
 OPTIONAL_SPEC_KEYS = ("weights", "onnx_path", "preprocess", *NEW_SPEC_KEYS)
 
 
@@ -110,6 +112,11 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
             parse_shapes(values["shapes"], "shapes")
         except EdgebenchError as exc:
             raise ConfigError(source, "shapes", str(exc)) from None
+    if values["batch_axis"] is not None:
+        try:
+            values["batch_axis"] = parse_batch_axes(values["batch_axis"], "batch_axis")
+        except EdgebenchError as exc:
+            raise ConfigError(source, "batch_axis", str(exc)) from None
     values["inputs"] = _spec_inputs(source, values)
     if values["inputs"]:
         first = values["inputs"][0]
@@ -120,7 +127,7 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
     return ModelSpec(spec_file=source, **values)
 
 
-INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role")
+INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role", "batch_axis")
 
 
 def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
@@ -155,7 +162,12 @@ def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
         if role == "tokens" and vocab is None:
             raise ConfigError(source, f"{where}.vocab", f"input '{name}' is {dtype} token ids: give vocab "
                                                         "(here or at the top of the spec)")
-        out.append(InputDesc(name, dtype, tuple(shape), role, vocab, (0,) if values["dynamic_batch"] else ()))
+        axis = item.get("batch_axis", 0)
+        if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= len(shape)):
+            raise ConfigError(source, f"{where}.batch_axis", f"input '{name}': {axis!r} must be an int in "
+                                                             f"0..{len(shape)} (where the batch goes) or null (none)")
+        dynamic = (axis,) if values["dynamic_batch"] and axis is not None else ()
+        out.append(InputDesc(name, dtype, tuple(shape), role, vocab, dynamic, axis))
     return tuple(out)
 
 

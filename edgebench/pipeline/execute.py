@@ -16,7 +16,7 @@ from edgebench.config.run_config import RunConfig
 from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.evaluation.tensorcores import kernel_summary
-from edgebench.models.inputs import describe_inputs
+from edgebench.models.inputs import describe_inputs, sample_count
 from edgebench.models.spec import ModelSpec
 from edgebench.models.weights import resolve_weights
 from edgebench.pipeline.empty_reasons import idle_absent
@@ -51,8 +51,9 @@ def calibration_label(sidecar: dict[str, Any]) -> str | None:
     if not isinstance(rec, dict):
         return None
     sha = str(rec.get("sha256") or "")[:16]
+    notes = [str(n) for n in sidecar.get("int8_notes") or []]  # opset upgraded / per-tensor, nodes left in float
     return (f"{rec.get('source', '?')} ({rec.get('count', '?')} samples, seed {rec.get('seed', '?')}"
-            + (f", sha256 {sha}" if sha else "") + ")")
+            + (f", sha256 {sha}" if sha else "") + ")" + "".join(f"; {n}" for n in notes))
 
 
 def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         parts.labelled = labelled.row_fields()
     elif cfg.accuracy_samples > 0:
         acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
-        parts.setup["accuracy_samples"] = len(next(iter(acc_in.values())))  # real data may hold fewer
+        parts.setup["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
     with clock("probe"):  # never in a measured process; reused across batches and instance counts
         probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
@@ -172,6 +173,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             parts.labelled.update(labelled.score(outcome.accuracy_outputs, spec.output_name))
         except ValueError as exc:
             parts.verdict.labels_note = f"accuracy vs labels not scored: {exc}"
+        parts.verdict.accuracy_notes += labelled.notes()  # skipped images, empty class folders, no reserve
     clock.add("accuracy", time.monotonic() - accuracy_t0)
     with clock("write"):
         _write_files(row_dir, cfg, outcome, artifact, prepared, labelled, clock)
@@ -260,6 +262,8 @@ def prepared_input_shapes(prepared: Any, batch: int) -> str:
 def batch_note(spec: ModelSpec, batch: int) -> str | None:
     """Says so when the model's graph fixes the batch (the sweep's batches then do not apply)."""
     fixed = spec.fixed_batch
-    if fixed is None:
-        return None
-    return f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"
+    notes = [] if fixed is None else [f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"]
+    unbatched = [d.name for d in spec.input_set if d.batch_axis is None]
+    if unbatched:
+        notes.append(f"no batch axis (fed as is): {', '.join(unbatched)}")
+    return "; ".join(notes) or None

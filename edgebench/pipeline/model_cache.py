@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.evaluation.accuracy import reference_outputs_all
 from edgebench.models.artifacts import Artifacts
 from edgebench.models.export import export_onnx
+from edgebench.models.inputs import sample_count
 from edgebench.models.labelled import evaluation_set
 from edgebench.models.precision import precision_artifact, resolved_spec
 from edgebench.models.spec import ModelSpec, load_model_spec
@@ -81,7 +82,9 @@ class ModelCache:
     def references(self, spec: ModelSpec, feeds: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
         """Every output of the FP32 model on `feeds`, ORT CPU, in chunks of at most REFERENCE_CHUNK samples (a
         labelled set of thousands of 224x224 images in one batch needs tens of GB) or of the graph's fixed batch."""
-        key = (spec.name, int(len(next(iter(feeds.values())))), seed)
+        plan = spec.input_set if set(feeds) == {d.name for d in spec.input_set} else None
+        key = (spec.name, sample_count(feeds, plan), seed)
         if key not in self._refs:
-            self._refs[key] = reference_outputs_all(str(self.fp32(spec).path), feeds, max_batch=REFERENCE_CHUNK)
+            self._refs[key] = reference_outputs_all(str(self.fp32(spec).path), feeds, max_batch=REFERENCE_CHUNK,
+                                                    plan=plan, fixed_batch=spec.fixed_batch)
         return self._refs[key]

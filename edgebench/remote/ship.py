@@ -79,5 +79,8 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
             data["vocab"] = spec.vocab or vocabs[0]
         if spec.outputs:
             data["outputs"] = list(spec.outputs)
+        axes = {d.name: d.batch_axis for d in spec.input_set if d.batch_axis != 0}
+        if axes:  # inputs whose batch is not axis 0 (a state) or that have none: the board's plan must agree
+            data["batch_axis"] = axes
         (staging / "models" / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return Shipment(staging, list(models))

@@ -128,7 +128,8 @@ COLUMNS: list[Column] = [
                                           "when accuracy.dataset is set: the labelled images evaluated)"),
     Column("calibration_source", "",
            "int8 rows: the calibration data the QDQ scales came from (synthetic, a folder, or labelled: a "
-           "subset of accuracy.dataset disjoint from the evaluated images; files in row.json), count, seed, sha256"),
+           "subset of accuracy.dataset disjoint from the evaluated images; files in row.json), count, seed, sha256; "
+           "then what the int8 build changed: an old opset upgraded to 13 or per-tensor weights, nodes left in float"),
     Column("accuracy_top1_agreement_pct", "%", "share of inputs whose top-1 class equals the FP32 reference's"),
     Column("accuracy_max_abs_err", "", "largest absolute difference of any output value vs FP32 (output units)"),
     Column("accuracy_cosine_min", "", "lowest cosine similarity of an output vector vs FP32 (1 = identical)"),
@@ -139,6 +140,8 @@ COLUMNS: list[Column] = [
     Column("accuracy_top1_pct", "%", "share of the evaluated labelled images whose label is the top output"),
     Column("accuracy_top5_pct", "%", "share whose label is among the 5 top outputs (empty below 5 classes)"),
     Column("accuracy_dataset", "", "labelled data set folder the accuracy columns come from"),
+    Column("accuracy_skipped", "images", "labelled images that could not be read and were skipped (not scored; "
+                                         "the row folder's accuracy_subset.json names them)"),
     Column("accuracy_subset_sha256", "", "hash of the evaluated (image, label) list; the list is in the row "
                                          "folder's accuracy_subset.json"),
     Column("tensor_core_time_pct", "%", "share of GPU kernel time in tensor-core kernels, from a profiled pass outside the window"),
@@ -170,8 +173,10 @@ COLUMNS: list[Column] = [
     Column("engine_build_s", "s", "seconds TensorRT spent building this row's engines (empty when all came from the cache)"),
     Column("engine_cache", "", "per target: engine cache hit, or why it was built/rebuilt (stale, foreign, corrupt)"),
     # --- inputs (any ONNX: several named inputs, dtypes, shapes)
-    Column("input_shapes", "", "every input fed, name:dtype[shape] with the batch first, ';'-joined"),
-    Column("batch_note", "", "set when the model's graph fixes the batch: the row runs at that batch only"),
+    Column("input_shapes", "", "every input fed, name:dtype[shape] as the graph takes it (the batch on each "
+                               "input's batch axis), ';'-joined"),
+    Column("batch_note", "", "set when the model's graph fixes the batch (the row runs at that batch only) and names "
+                             "inputs with no batch axis (fed as is at every batch)"),
     # --- artifacts
     Column("onnx_sha256", "", "sha256 of the ONNX file the backend prepared from"),
     Column("artifact_dir", "", "folder of this row's per-row files (latencies, telemetry timeline), relative to the run"),
@@ -180,7 +185,7 @@ COLUMNS: list[Column] = [
 
 # --- the type of every column that is not text (str): what a writer must give and what the reader returns
 INT_COLUMNS = ("batch", "instances", "row_index", "threads_per_instance", "inferences", "samples",
-               "telemetry_samples", "accuracy_samples", "repeat")
+               "telemetry_samples", "accuracy_samples", "accuracy_skipped", "repeat")
 FLOAT_COLUMNS = (
     "throughput_ips", "latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "power_w_mean", "energy_per_inference_mj",
     "window_s", "warmup_s", "latency_ms_min", "latency_ms_mean", "latency_ms_p95", "latency_ms_max", "stability_pct",

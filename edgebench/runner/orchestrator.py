@@ -127,16 +127,24 @@ def run_instances(
 
 
 def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> None:
-    """Every input of `prepared`, each [N>=1, *its sample shape], the same N."""
+    """Every input of `prepared`, each its full shape with N>=1 on its batch axis (the same N), or exactly its
+    shape when it has no batch axis."""
     counts = set()
     for d in prepared.input_set:
         arr = feeds.get(d.name)
         if arr is None:
             raise ConfigError("run_instances", "accuracy_inputs", f"no array for input '{d.name}'")
-        if arr.ndim != len(d.shape) + 1 or tuple(arr.shape[1:]) != d.shape or len(arr) == 0:
+        if d.batch_axis is None:
+            if tuple(arr.shape) != d.shape:
+                raise ConfigError("run_instances", "accuracy_inputs",
+                                  f"input '{d.name}' has no batch axis: shape {list(arr.shape)} is not {list(d.shape)}")
+            continue
+        n = arr.shape[d.batch_axis] if arr.ndim == len(d.shape) + 1 else 0
+        if n == 0 or tuple(arr.shape) != d.full_shape(n):
             raise ConfigError("run_instances", "accuracy_inputs",
-                              f"input '{d.name}': shape {list(arr.shape)} is not [N>=1, {', '.join(map(str, d.shape))}]")
-        counts.add(len(arr))
+                              f"input '{d.name}': shape {list(arr.shape)} is not "
+                              f"{list(d.full_shape('N'))} with N>=1")  # type: ignore[arg-type]
+        counts.add(n)
     if len(counts) > 1:
         raise ConfigError("run_instances", "accuracy_inputs", f"inputs have different sample counts {sorted(counts)}")
 

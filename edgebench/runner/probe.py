@@ -34,7 +34,7 @@ from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
 from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.evaluation.tensorcores import profile_kernels
-from edgebench.models.inputs import batches_of
+from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
 from edgebench.runner import worker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,8 +178,8 @@ def probe_main(cfg: RunConfig, prepared: Prepared, accuracy_path: str | None, la
 
 def accuracy_outputs(session: Any, prepared: Prepared, batch: int, inputs_path: str) -> dict[str, np.ndarray]:
     """Run the accuracy inputs in chunks of `batch` (the last one padded with copies of its final sample);
-    outputs trimmed to N. `inputs_path` is an .npy of [N, *sample] for the one input, or an .npz with one
-    [N, *sample] array per input name."""
+    outputs trimmed to N (concat_outputs: on each output's batch axis, samples first). `inputs_path` is an .npy
+    of [N, *sample] for the one input, or an .npz with one array per input name, N on each input's batch axis."""
     import numpy as np
 
     if inputs_path.endswith(".npz"):
@@ -188,14 +188,14 @@ def accuracy_outputs(session: Any, prepared: Prepared, batch: int, inputs_path: 
             inputs = {name: npz[name].astype(dtypes.get(name, npz[name].dtype), copy=False) for name in npz.files}
     else:
         inputs = {prepared.input_name: np.load(inputs_path).astype(prepared.input_dtype, copy=False)}
-    total = len(next(iter(inputs.values())))
+    total = sample_count(inputs, prepared.input_set)
     parts: dict[str, list[np.ndarray]] = {}
-    for chunk in batches_of(inputs, batch):
+    for chunk in batches_of(inputs, batch, inputs=prepared.input_set):
         session.feed(chunk)
         session.infer()
         for name, value in session.outputs().items():
             parts.setdefault(name, []).append(np.array(value, copy=True))
-    return {name: np.concatenate(chunks)[:total] for name, chunks in parts.items()}
+    return concat_outputs(parts, batch, total, output_batch_axes(prepared.model_path, prepared.input_set))
 
 
 def _array_bytes(arr: Any) -> bytes:

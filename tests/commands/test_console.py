@@ -22,6 +22,20 @@ def test_summary_table_formats_csv_text_and_marks_missing(capsys):
     assert "53.96" in capsys.readouterr().out
 
 
+def test_throughput_column_says_samples_unless_the_input_is_an_image():
+    """Issue 20: the table headed audio and text models 'img/s'. The CSV column stays throughput_ips."""
+    from edgebench.commands.console import rate_unit
+
+    image = {"input_shapes": "pixels:float32[4x3x12x12]", "throughput_ips": "10", "status": "ok"}
+    audio = {"input_shapes": "audio:float32[2x32];sr:int64[]", "throughput_ips": "10", "status": "ok"}
+    text = {"input_shapes": "input_ids:int64[8x128];attention_mask:int64[8x128]", "status": "ok"}
+    grey = {"input_shapes": "x:float32[1x1x28x28]"}
+    assert [rate_unit(r) for r in (image, audio, text, grey)] == ["img/s", "samples/s", "samples/s", "img/s"]
+    assert "img/s" in summary_table([image], title="t").splitlines()[1]
+    header = summary_table([image, audio], title="t").splitlines()[1]
+    assert "samples/s" in header and "mJ/sample" in header and "img/s" not in header
+
+
 def test_placements_print_compactly_and_the_csv_cell_stays_full(capsys):
     assert compact_placement("+".join(["cuda:0"] * 31)) == "31x cuda:0"
     assert compact_placement("cpu+cpu") == "2x cpu"

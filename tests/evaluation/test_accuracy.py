@@ -104,3 +104,22 @@ def test_per_anchor_vector_beside_per_anchor_tensor_is_not_a_class_score():
            "logits": np.eye(2, 3, dtype=np.float32)}
     by = {a.name: a for a in compare_outputs(ref, ref)}
     assert by["objectness"].top1_agreement_pct is None and by["logits"].top1_agreement_pct == 100.0
+
+
+def test_a_near_zero_fp32_reference_is_flagged_not_scored():
+    """Issue 20: a detector on noise outputs ~0; a cosine against ~0 means nothing and was reported as if it did."""
+    import numpy as np
+
+    from edgebench.evaluation.accuracy import NEAR_ZERO_REF, compare_outputs, row_fields
+
+    ref = {"heat": np.full((4, 6), NEAR_ZERO_REF / 10, np.float32), "logits": np.eye(4, 6, dtype=np.float32)}
+    got = {"heat": -ref["heat"], "logits": ref["logits"] * 2}
+    heat, logits = compare_outputs(got, ref)
+    assert heat.cosine_min is None and "FP32 reference is ~0" in heat.note and "no cosine" in heat.note
+    assert logits.cosine_min == pytest.approx(1.0)
+    fields = row_fields([heat, logits])
+    assert fields["accuracy_outputs"] == "logits" and fields["accuracy_cosine_min"] == pytest.approx(1.0)
+    # a sample that is ~0 is left out of the cosine; the others still count
+    mixed = np.stack([np.zeros(6, np.float32), np.arange(6, dtype=np.float32)])
+    (one,) = compare_outputs({"y": np.stack([np.ones(6, np.float32), -np.arange(6, dtype=np.float32)])}, {"y": mixed})
+    assert one.samples == 1 and one.cosine_min == pytest.approx(-1.0)

@@ -113,17 +113,21 @@ def test_resolve_int_input_without_vocabulary_and_bad_dtypes() -> None:
         resolve(BERT, vocab={"ids": 5}, source="m")
     with pytest.raises(InputError, match="input 'x' is float64"):
         resolve([GraphInput("x", "float64", ("b", 4))])
-    with pytest.raises(InputError, match="input 'x' is a scalar"):
-        resolve([GraphInput("x", "float32", ())])
+    with pytest.raises(InputError, match=r"no input has a batch axis \(x\); give one with --batch-axis"):
+        resolve([GraphInput("x", "float32", ())])  # a scalar alone: nothing to batch
 
 
 def test_resolve_fixed_batch_and_disagreeing_batches() -> None:
     plan = resolve([GraphInput("x", "float32", (1, 4)), GraphInput("flag", "bool", (1, 4))])
     assert plan.fixed_batch == 1 and plan.inputs[1].role == "mask" and plan.inputs[0].dynamic_axes == ()
-    with pytest.raises(InputError, match="fixed batch of 1 in the graph, the shape given has batch 8"):
+    with pytest.raises(InputError, match=r"fixed batch of 1 in the graph \(axis 0 of \[1, 4\]\), the shape given has 8"):
         resolve([GraphInput("x", "float32", (1, 4))], shapes={"x": (8, 4)})
-    with pytest.raises(InputError, match="inputs fix different batches: 'a' 1, 'b' 2"):
-        resolve([GraphInput("a", "float32", (1, 4)), GraphInput("b", "float32", (2, 4))])
+    # a second input fixed at another batch is per-model (no batch axis), unless the user says otherwise
+    plan = resolve([GraphInput("a", "float32", (1, 4)), GraphInput("b", "float32", (2, 4))])
+    assert plan.fixed_batch == 1 and [d.batch_axis for d in plan.inputs] == [0, None]
+    assert plan.inputs[1].full_shape(1) == (2, 4) and "input 'b' [2, 4] has no batch axis" in plan.notes[1]
+    with pytest.raises(InputError, match="inputs fix different batches on their batch axes: 'a' 1, 'b' 2"):
+        resolve([GraphInput("a", "float32", (1, 4)), GraphInput("b", "float32", (2, 4))], batch_axis={"b": 0})
 
 
 # ------------------------------------------------------------------ data

@@ -1,0 +1,78 @@
+"""What an int8 QDQ build needs from the graph itself: an opset that allows per-channel Q/DQ, the nodes to leave in
+float (domains the quantizer does not know), and proof that ONNX Runtime loads the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgebench.errors import ModelError
+
+QDQ_PER_CHANNEL_OPSET = 13  # DequantizeLinear's `axis` (per-channel scales) exists from opset 13
+STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
+
+
+def opset_for_qdq(src: Path, out: Path) -> tuple[Path, str, bool]:
+    """(file to quantise, what was done, per_channel). Opset >= 13: as is, per-channel. Older: upgraded to 13
+    with onnx's version converter (per-channel); when that fails, kept and quantised per-tensor."""
+    import onnx
+    from onnx import version_converter
+
+    proto = onnx.load(str(src))
+    opset = next((int(i.version) for i in proto.opset_import if i.domain in ("", "ai.onnx")), 0)
+    if opset >= QDQ_PER_CHANNEL_OPSET:
+        return src, "", True
+    try:
+        upgraded = version_converter.convert_version(proto, QDQ_PER_CHANNEL_OPSET)
+        onnx.checker.check_model(upgraded)
+        onnx.save(upgraded, str(out))
+        import onnxruntime as ort
+
+        ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # the converter raises many kinds; so does ORT on a bad result
+        return src, (f"opset {opset} < {QDQ_PER_CHANNEL_OPSET}: per-tensor weights (the version converter could not "
+                     f"upgrade it: {type(exc).__name__}: {first_line(exc)})"), False
+    return out, f"opset {opset} upgraded to {QDQ_PER_CHANNEL_OPSET} (onnx version converter) for per-channel Q/DQ", True
+
+
+@dataclass(frozen=True)
+class Kept:
+    names: tuple[str, ...] = ()
+    note: str = ""
+    path: Path | None = None  # a copy with every node named (None: the source already was)
+
+
+def custom_domain_nodes(src: Path, out: Path) -> Kept:
+    """Nodes of a domain the quantizer does not know stay in float (nodes_to_exclude); unnamed nodes get names."""
+    import onnx
+
+    proto = onnx.load(str(src))
+    custom = [n for n in proto.graph.node if n.domain not in STANDARD_DOMAINS]
+    if not custom:
+        return Kept()
+    renamed = False
+    for i, node in enumerate(proto.graph.node):
+        if not node.name:
+            node.name = f"edgebench_node_{i}"
+            renamed = True
+    if renamed:
+        onnx.save(proto, str(out))
+    domains = sorted({n.domain for n in custom})
+    note = (f"{len(custom)} node(s) of domain {', '.join(domains)} left in float "
+            f"({', '.join(n.op_type for n in custom[:3])}{', ...' if len(custom) > 3 else ''})")
+    return Kept(tuple(n.name for n in custom), note, out if renamed else None)
+
+
+def check_loads(name: str, path: Path) -> None:
+    """ORT must load the int8 file it wrote; else the reason names what it refused."""
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ORT raises its own kinds
+        raise ModelError(f"{name}: the int8 QDQ file does not load in ONNX Runtime ({first_line(exc)})") from None
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -1,0 +1,117 @@
+"""Tiny ONNX files shaped like the models nobody here exported (issue 20), built in the tests: a GRU with an
+explicit state input [layers, batch, hidden], a scalar int64 input (a sample rate), an opset-11 conv net, a batch
+dim written as -1, a custom-domain node, two inputs with different fixed batches. Each builder writes one file and
+returns its path; the graphs are small enough that fp32 and int8 rows take seconds on a CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+GRU_LAYERS, GRU_HIDDEN, GRU_SEQ, GRU_FEATURES = 2, 16, 5, 8
+
+
+def _save(model, path: Path, ir_version: int = 8) -> Path:  # noqa: ANN001 - onnx.ModelProto
+    import onnx
+
+    model.ir_version = ir_version
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def gru_with_state(path: Path) -> Path:
+    """torch GRU (2 layers) + Linear, exported with its state as an input: x [batch, 5, 8], state [2, batch, 16]
+    -> logits [batch, 4], state_out [2, batch, 16] (the batch is axis 1 of the state)."""
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gru = torch.nn.GRU(GRU_FEATURES, GRU_HIDDEN, num_layers=GRU_LAYERS, batch_first=True)
+            self.fc = torch.nn.Linear(GRU_HIDDEN, 4)
+
+        def forward(self, x, state):  # noqa: ANN001, ANN202
+            y, hn = self.gru(x, state)
+            return self.fc(y[:, -1]), hn
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    x, h = torch.randn(1, GRU_SEQ, GRU_FEATURES), torch.zeros(GRU_LAYERS, 1, GRU_HIDDEN)
+    torch.onnx.export(net, (x, h), str(path), input_names=["x", "state"], output_names=["logits", "state_out"],
+                      dynamic_axes={"x": {0: "batch"}, "state": {1: "batch"}, "logits": {0: "batch"},
+                                    "state_out": {1: "batch"}}, opset_version=17, dynamo=False)
+    return path
+
+
+def _conv_weights(rng: np.random.Generator) -> list:
+    from onnx import numpy_helper
+
+    return [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+            numpy_helper.from_array(rng.standard_normal((6, 4, 3, 3)).astype(np.float32) * 0.3, "w2"),
+            numpy_helper.from_array(rng.standard_normal((6, 5)).astype(np.float32), "fc"),
+            numpy_helper.from_array(np.zeros(5, np.float32), "fcb")]
+
+
+def conv_net(path: Path, *, opset: int = 17, batch: int | str = "batch", custom_domain: bool = False) -> Path:
+    """pixels [batch, 3, 12, 12] -> Conv-Relu-Conv-GlobalAveragePool-Flatten-Gemm -> logits [batch, 5].
+    opset: the default-domain opset (11: per-channel Q/DQ is not allowed there). batch -1: the dim written as -1.
+    custom_domain: the Relu becomes a `my.custom` Swish node (a model-local function ORT inlines)."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(1)
+    x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [batch, 3, 12, 12])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 5])
+    act = (helper.make_node("Swish", ["c1"], ["a1"], domain="my.custom", name="swish") if custom_domain
+           else helper.make_node("Relu", ["c1"], ["a1"]))
+    nodes = [helper.make_node("Conv", ["pixels", "w1"], ["c1"], pads=[1, 1, 1, 1]), act,
+             helper.make_node("Conv", ["a1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("GlobalAveragePool", ["c2"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc", "fcb"], ["logits"])]
+    opsets = [helper.make_opsetid("", opset)]
+    functions = []
+    if custom_domain:
+        opsets.append(helper.make_opsetid("my.custom", 1))
+        functions.append(helper.make_function(
+            "my.custom", "Swish", ["X"], ["Y"],
+            [helper.make_node("Sigmoid", ["X"], ["S"]), helper.make_node("Mul", ["X", "S"], ["Y"])],
+            [helper.make_opsetid("", opset)]))
+    model = helper.make_model(helper.make_graph(nodes, "conv_net", [x], [y], _conv_weights(rng)),
+                              opset_imports=opsets, functions=functions)
+    return _save(model, path, ir_version=6 if opset < 13 else 8)
+
+
+def scalar_sample_rate(path: Path) -> Path:
+    """audio [batch, 32] float and sr [] int64 (a sample rate, a scalar): score [batch, 3] = MatMul(audio * sr /
+    16000, w): the scalar is fed as is at every batch."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal((32, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array(16000.0, np.float32), "ref_sr")]
+    nodes = [helper.make_node("Cast", ["sr"], ["srf"], to=TensorProto.FLOAT),
+             helper.make_node("Div", ["srf", "ref_sr"], ["scale"]),
+             helper.make_node("Mul", ["audio", "scale"], ["scaled"]),
+             helper.make_node("MatMul", ["scaled", "w"], ["score"])]
+    graph = helper.make_graph(nodes, "vad", [
+        helper.make_tensor_value_info("audio", TensorProto.FLOAT, ["batch", 32]),
+        helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("score", TensorProto.FLOAT, ["batch", 3])], inits)
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def two_fixed_batches(path: Path) -> Path:
+    """a [1, 16] and b [4, 16] (a per-model table of 4 rows): out [1, 8] = MatMul(a + ReduceMean(b, axis 0), w)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array([0], np.int64), "axes")]
+    nodes = [helper.make_node("ReduceMean", ["b", "axes"], ["bm"], keepdims=1),
+             helper.make_node("Add", ["a", "bm"], ["s"]), helper.make_node("MatMul", ["s", "w"], ["out"])]
+    graph = helper.make_graph(nodes, "two_batches", [
+        helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 16]),
+        helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8])], inits)
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
