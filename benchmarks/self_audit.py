@@ -76,10 +76,16 @@ def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dic
 
 
 def _bare_env() -> dict:
-    """The bare loop must not see edgebench: no PYTHONPATH pointing at a checkout."""
+    """The bare loop must not see edgebench: PYTHONPATH keeps only the entries without an edgebench package
+    (e.g. staged wheels such as onnxruntime-gpu in /tmp/site stay; a checkout goes)."""
     import os
 
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    keep = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and not os.path.isdir(os.path.join(p, "edgebench"))]
+    if keep:
+        env["PYTHONPATH"] = os.pathsep.join(keep)
+    return env
 
 
 def audit(args: argparse.Namespace) -> dict:
