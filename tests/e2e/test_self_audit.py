@@ -21,7 +21,7 @@ def test_ort_cpu_edgebench_keeps_up_with_a_bare_loop(tmp_path):
         pytest.skip("onnxruntime is not installed")
     out = tmp_path / "audit.json"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "self_audit.py"), "--backend", "ort",
-                           "--model", "tiny_cnn", "--pairs", "3", "--duration-s", "1", "--out", str(tmp_path / "runs"),
+                           "--model", "small_cnn", "--pairs", "3", "--duration-s", "1", "--out", str(tmp_path / "runs"),
                            "--json", str(out)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rec = json.loads(out.read_text())
