@@ -23,7 +23,6 @@ import os
 import pickle
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.evaluation.tensorcores import profile_kernels
 from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
 from edgebench.runner import worker
+from edgebench.runner.workdirs import make_workdir
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -90,7 +90,7 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
     import numpy as np
 
     ctx = multiprocessing.get_context("spawn")
-    workdir = tempfile.mkdtemp(prefix="edgebench-probe-")
+    workdir = make_workdir()  # with an owner record: a killed harness's probe folder is cleaned on the next start
     t0 = time.monotonic()
     result = ProbeResult(batch=cfg.batch)
     proc = None
