@@ -61,11 +61,7 @@ def latency_vs_load_compared(runs: list[Run]) -> list[FigureData]:
                 s.color_key = label
                 fig.series.append(s)
         xs = {p.x for s in fig.series for p in s.points}
-        slos = sorted({v for row in rows if (v := row.get("slo_ms")) is not None})
-        for slo in slos:
-            ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
-            ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
-            fig.references.append(ref)
+        slos = _slo_lines(fig, rows, xs)
         if not fig.series:
             fig.absent_reason = "no p99 in any open-loop row of these option sets / sharing modes"
         ys = [p.y for s in fig.series for p in s.points if p.y is not None and p.y > 0] + slos
@@ -95,11 +91,7 @@ def _per_variant(runs: list[Run]) -> list[FigureData]:
                 s.color_key, s.linestyle, s.marker = label, style, marker
                 fig.series.append(s)
         xs = {p.x for s in fig.series for p in s.points}
-        slos = sorted({v for row in rows if (v := row.get("slo_ms")) is not None})
-        for slo in slos:
-            ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
-            ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
-            fig.references.append(ref)
+        slos = _slo_lines(fig, rows, xs)
         rates: dict[float, list[str]] = defaultdict(list)
         for row in sorted(rows, key=lambda r: r.get("instances") or 0):
             n, offered, achieved = row.get("instances"), row.get("offered_rate_hz"), row.get("achieved_rate_hz")
@@ -116,3 +108,13 @@ def _per_variant(runs: list[Run]) -> list[FigureData]:
         set_x_axis(fig, xs)
         figures.append(fig)
     return figures
+
+
+def _slo_lines(fig: FigureData, rows: list[dict], xs: set) -> list[float]:
+    """A dotted reference line per SLO the rows were judged against, across the figure's x range; the SLOs."""
+    slos = sorted({v for row in rows if (v := row.get("slo_ms")) is not None})
+    for slo in slos:
+        ref = Series(f"SLO p99 <= {slo:g} ms", color_key="slo", linestyle=":", marker="")
+        ref.line_x, ref.line_y = sorted(xs), [slo] * len(xs)
+        fig.references.append(ref)
+    return slos
