@@ -77,6 +77,11 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
                                  "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed. "
                                  "A list ([time-slicing, mps]) makes it a sweep dimension: every config once "
                                  "per mode (and one SLO search per mode)"),
+        "workers": Field("str", "warm", choices=("warm", "fresh"),
+                         doc="warm: a row's instance processes are kept for the next rows of the same model, "
+                             "backend, precision and options (only batch or instance count changes; the session "
+                             "is reopened, the process and its imported framework are reused); fresh: new "
+                             "processes for every row. The row's `workers` column says which"),
         "kernel_profile_steps": Field("int", 0, minimum=0,
                                       doc="GPU: profile this many inferences in the row's probe process (never a "
                                           "measured one) to get tensor_core_time_pct (0 = off)"),
