@@ -115,6 +115,11 @@ def provider_for(device: str) -> tuple[str, dict[str, Any]] | None:
 class OrtBackend:
     name = "ort"
 
+    @staticmethod
+    def preload(device: str) -> None:
+        """A warm worker's start (runner/warm_pool.py): import onnxruntime once per process, not once per row."""
+        import onnxruntime  # noqa: F401
+
     def supports(self, cfg: RunConfig, env: Env) -> str | None:
         if env.ort_missing_reason:
             return env.ort_missing_reason

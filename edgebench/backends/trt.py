@@ -53,6 +53,11 @@ log = logging.getLogger("edgebench.trt")
 class TrtBackend:
     name = "trt"
 
+    @staticmethod
+    def preload(device: str) -> None:
+        """A warm worker's start (runner/warm_pool.py): import tensorrt once per process, not once per row."""
+        import tensorrt  # noqa: F401
+
     def __init__(self, env: logic.TrtEnv | None = None) -> None:
         self._env = env
 

@@ -1,34 +1,35 @@
-"""N instances, one barrier, one measured window, every phase under a deadline.
+"""N instances, one start signal, one measured window, every phase under a deadline.
 
-`run_instances` always runs instances in spawned children (never fork): mode "process" starts one
-child per instance, mode "streams" one child running every instance in a thread. Each child sits
-in its own process group, so a failing run is cleaned up with os.killpg (SIGTERM, then SIGKILL).
+`run_instances` always runs instances in spawned worker processes (never fork; runner/worker_proc.py): mode "process"
+one per instance, mode "streams" one running every instance in a thread. Each sits in its own process group, so a
+failing run is cleaned up with os.killpg (SIGTERM, then SIGKILL). With a `pool` (runner/warm_pool.py, profile
+`run.workers: warm`) a process-mode row runs in warm workers kept from the previous row of the same model,
+backend, precision and options; otherwise every row starts fresh processes that exit after it.
 
 Before any instance starts, a probe process (runner/probe.py) takes the accuracy outputs and the kernel
 profile when the row asks for them (or the caller passes a probe result it already has): no instance runs
 anything but open, warm-up and its window.
 
 Phases and their deadlines (RunConfig):
-  load+warmup  children open sessions, warm up, report ready       load_timeout_s
-  barrier      all instances and the orchestrator pass one barrier  barrier_timeout_s
+  load+warmup  workers open sessions, warm up, report ready        load_timeout_s
+  start        every instance ready: samplers start, the window's start is recorded, ("go",) to each worker; an
+               instance gives up waiting for it after barrier_timeout_s
   measure      until duration_s has passed and min_inferences were done, or max_duration_s
   collect      children finish their last inference and send timestamps    collect_timeout_s
-An instance fault (exception, non-zero exit, death by signal, missed deadline, broken barrier) gives
+An instance fault (exception, non-zero exit, death by signal, missed deadline, no start signal) gives
 RunOutcome(status="failed", reason=...) naming the instance, pid, placement, phase and cause; it is
 never raised. Errors of the caller (bad backend name, bad accuracy inputs) raise EdgebenchError.
 
-Size: one state machine (start, load, barrier, measure, collect, cleanup) whose phases share the
+Size: one state machine (start, load, start signal, measure, collect, cleanup) whose phases share the
 children, the deadlines and the fault that ends them; split, every phase would need the whole run's state.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
-from edgebench.runner import worker
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
+from edgebench.runner.warm_pool import WarmPool, kill_group, pool_key
 from edgebench.runner.workdirs import make_workdir
+from edgebench.runner.worker_proc import WorkerProc, spawn_worker
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -69,7 +71,7 @@ class RunOutcome:
     status: str  # "ok" or "failed"
     reason: str  # "" when ok; else names the instance, pid, placement, phase and cause
     instances: list[InstanceResult]
-    measure_start_ns: int  # barrier release, before every instance's first timed inference (0: not reached)
+    measure_start_ns: int  # the start signal, before every instance's first timed inference (0: not reached)
     measure_end_ns: int  # stop signalled (0 when never reached)
     timelines: list[Timeline] = field(default_factory=list)  # one per sampler started
     accuracy_outputs: dict[str, np.ndarray] | None = None  # the probe's outputs on accuracy_inputs
@@ -79,6 +81,8 @@ class RunOutcome:
     kernels: list[tuple[str, float]] | None = None  # the probe's profiled GPU kernels (name, us)
     kernels_note: str = ""  # why there are none, when profiling was asked for
     probe: ProbeResult | None = None  # where accuracy_outputs and kernels came from
+    workers: str = "fresh"  # "fresh", or "warm: k of n reused" (processes that ran earlier rows; runner/warm_pool)
+    notes: list[str] = field(default_factory=list)  # what went wrong beside the row (a spare worker retired)
 
 
 def run_instances(
@@ -90,13 +94,15 @@ def run_instances(
     on_measure_start: Callable[[list[int]], None] | None = None,
     child_env: Mapping[str, str] | None = None,
     probe: ProbeResult | None = None,
+    pool: WarmPool | None = None,
 ) -> RunOutcome:
     """Run cfg.instances instances of `prepared` and return their per-inference timestamps.
 
     `child_env` is added to every instance process's environment (e.g. the CUDA MPS pipe folder).
     `accuracy_inputs`: [N, *sample] for the one input, or {input name: [N, *sample]} for every input; their
     outputs (and the kernel profile, cfg.kernel_profile_steps) come from a probe process run before the
-    instances, unless `probe` is a result the caller already has (then no probe runs here)."""
+    instances, unless `probe` is a result the caller already has (then no probe runs here).
+    `pool`: warm workers to run in (and return to) when the row can reuse them (warm_pool.pool_key)."""
 
     backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
     if isinstance(accuracy_inputs, dict):
@@ -112,7 +118,8 @@ def run_instances(
     if probe is None and probe_wanted(cfg, accuracy_inputs):
         probe = run_probe(cfg, prepared, accuracy_inputs, child_env=child_env)
         probe_s = probe.seconds
-    run = _Run(cfg, prepared, samplers, on_measure_start, dict(child_env or {}))
+    key = pool_key(cfg) if pool is not None and not child_env else None
+    run = _Run(cfg, prepared, samplers, on_measure_start, dict(child_env or {}), pool if key is not None else None, key)
     try:
         outcome = run.execute()
     finally:
@@ -151,11 +158,25 @@ def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> N
 
 @dataclass
 class _Child:
-    proc: Any
-    conn: Any
+    w: WorkerProc
     instances: tuple[int, ...]
-    own_group: bool = False  # it has called setsid (it sent a message, or getpgid said so)
-    exited: bool = False
+    idle: bool = False  # a warm worker finished its job and closed its sessions
+
+    @property
+    def proc(self) -> Any:
+        return self.w.proc
+
+    @property
+    def conn(self) -> Any:
+        return self.w.conn
+
+    @property
+    def exited(self) -> bool:
+        return self.w.exited
+
+    @exited.setter
+    def exited(self, value: bool) -> None:
+        self.w.exited = value
 
 
 class _Run:
@@ -166,22 +187,20 @@ class _Run:
         samplers: Sequence[Sampler],
         on_measure_start: Callable[[list[int]], None] | None,
         child_env: dict[str, str] | None = None,
+        pool: WarmPool | None = None,
+        key: tuple[Any, ...] | None = None,
     ) -> None:
         import multiprocessing
 
         self.child_env = child_env or {}
+        self.pool, self.key = pool, key
+        self.returned = False  # the warm workers went back to the pool
         self.cfg = cfg
         self.prepared = prepared
         self.samplers = list(samplers)
         self.on_measure_start = on_measure_start
         self.ctx = multiprocessing.get_context("spawn")
         n = cfg.instances
-        # the barrier's action runs once, after every party arrived and before any is released: the
-        # time it records precedes every instance's first timed inference (CLOCK_MONOTONIC is system-wide)
-        self.release_raw = self.ctx.RawArray("q", 1)
-        self.barrier = self.ctx.Barrier(n + 1, action=functools.partial(worker.mark_release, self.release_raw))
-        self.stop_raw = self.ctx.RawArray("b", 1)
-        self.counts_raw = self.ctx.RawArray("q", n)
         self.workdir = make_workdir()  # records its owner: a killed harness's folder is removed at the next start
         self.children: list[_Child] = []
         self.phase = ["startup"] * n
@@ -193,7 +212,7 @@ class _Run:
         self.started: list[Sampler] = []
         self.timelines: list[Timeline] = []
         self.samplers_stopped = False
-        self.barrier_waiter: _BarrierWaiter | None = None
+        self.notes: list[str] = []
         self.t_begin_ns = time.monotonic_ns()
         self.measure_start_ns = 0
         self.measure_end_ns = 0
@@ -220,25 +239,24 @@ class _Run:
         if self.fault is not None:
             return self._failed()
 
+        if self.pool is not None:  # spare warm workers finish importing before any window starts
+            self.notes += self.pool.settle(deadline)
         pids = self._pids()
         for sampler in self.samplers:
             sampler.watch_pids(list(pids))
             sampler.start()
             self.started.append(sampler)
-
-        self.barrier_waiter = _BarrierWaiter(self.barrier, cfg.barrier_timeout_s)
-        self.barrier_waiter.start()
-        while self.fault is None and self.barrier_waiter.is_alive():
-            self._poll(POLL_S)
-        if self.fault is None and self.barrier_waiter.error is not None:
-            self._set_fault(
-                f"the start barrier did not release within barrier_timeout_s={cfg.barrier_timeout_s:g} "
-                f"({worker.describe(self.barrier_waiter.error)})",
-                [],
-            )
+        self._poll(0.0)
         if self.fault is not None:
             return self._failed()
-        self.measure_start_ns = int(self.release_raw[0]) or self.barrier_waiter.passed_ns
+        # recorded before the first ("go",) is sent: it precedes every instance's first timed inference
+        # (CLOCK_MONOTONIC is system-wide)
+        self.measure_start_ns = time.monotonic_ns()
+        for child in self.children:
+            try:
+                child.conn.send(("go",))
+            except OSError:
+                pass  # it died: _poll sees its exit
         self.phase_s.update(self._startup_phases())
         self.phase_s["load_warmup"] = (self.measure_start_ns - self.t_begin_ns) / 1e9
         self.phase = ["measure"] * cfg.instances
@@ -246,18 +264,17 @@ class _Run:
             self.on_measure_start(list(pids))
 
         target = cfg.min_inferences + 2 * cfg.instances  # margin: edge inferences fall outside the overlap window
-        counts = memoryview(self.counts_raw).cast("B").cast("q")
+        counters = [c.w.counts for c in self.children]
         while self.fault is None:
             elapsed_s = (time.monotonic_ns() - self.measure_start_ns) / 1e9
-            if elapsed_s >= cfg.max_duration_s or (elapsed_s >= cfg.duration_s and sum(counts) >= target):
+            if elapsed_s >= cfg.max_duration_s or (elapsed_s >= cfg.duration_s and sum(map(sum, counters)) >= target):
                 break
             # Block until the earliest moment the window could end. wait() still returns at once on any
             # message or exit, so faults are seen immediately; the instances are not preempted 100x/s
             # by this process, which matters when they use every core.
             until_min_s = cfg.duration_s - elapsed_s
             self._poll(min(until_min_s, MEASURE_POLL_MAX_S) if until_min_s > 0 else MEASURE_POLL_S)
-        counts.release()
-        self.stop_raw[0] = 1
+        self._stop_instances()
         self.measure_end_ns = time.monotonic_ns()
         self.phase_s["measure"] = (self.measure_end_ns - self.measure_start_ns) / 1e9
         if self.fault is not None:
@@ -265,7 +282,7 @@ class _Run:
 
         self.phase = ["collect"] * cfg.instances
         deadline = self.measure_end_ns + int(cfg.collect_timeout_s * 1e9)
-        while self.fault is None and not (len(self.done) == cfg.instances and all(c.exited for c in self.children)):
+        while self.fault is None and not (len(self.done) == cfg.instances and all(map(self._left, self.children))):
             now = time.monotonic_ns()
             if now >= deadline:
                 late = [i for i in range(cfg.instances) if i not in self.done]
@@ -273,8 +290,8 @@ class _Run:
                     more = f" (and {len(late) - 1} more)" if len(late) > 1 else ""
                     what = f"{self._who(late[0])}{more} did not finish"
                 else:
-                    late = [i for c in self.children if not c.exited for i in c.instances]
-                    what = f"{self._who(late[0])} did not exit"
+                    late = [i for c in self.children if not self._left(c) for i in c.instances]
+                    what = f"{self._who(late[0])} did not {'exit' if self.pool is None else 'close its session'}"
                 self._set_fault(f"{what} within collect_timeout_s={cfg.collect_timeout_s:g} during collect", late)
                 break
             self._poll(min(POLL_S, (deadline - now) / 1e9))
@@ -282,6 +299,10 @@ class _Run:
         if self.fault is not None:
             return self._failed()
         self._stop_samplers()
+        workers = self._workers_text()
+        if self.pool is not None:
+            self.pool.give_back([c.w for c in self.children], ok=True, instances=cfg.instances)
+            self.returned = True
         return RunOutcome(
             status="ok",
             reason="",
@@ -291,13 +312,12 @@ class _Run:
             timelines=list(self.timelines),
             threads_per_instance=cfg.threads_per_instance,
             phase_s=dict(self.phase_s),
+            workers=workers,
+            notes=list(self.notes),
         )
 
     def _failed(self) -> RunOutcome:
-        self.stop_raw[0] = 1
-        if self.measure_start_ns == 0 and self.release_raw[0] != 0:
-            self.measure_start_ns = int(self.release_raw[0])
-        self._abort_barrier()
+        self._stop_instances()
         self._kill_children()
         self._stop_samplers()
         assert self.fault is not None
@@ -310,13 +330,29 @@ class _Run:
             timelines=list(self.timelines),
             threads_per_instance=self.cfg.threads_per_instance,
             phase_s=dict(self.phase_s),
+            workers=self._workers_text(),
+            notes=list(self.notes),
         )
 
+    def _workers_text(self) -> str:
+        if self.pool is None:
+            return "fresh"
+        reused = sum(1 for c in self.children if c.w.rows > 0)
+        return f"warm: {reused} of {len(self.children)} reused"
+
+    def _left(self, child: _Child) -> bool:
+        """Done with the row: a fresh worker exited, a warm one closed its sessions (it stays for the next row)."""
+        return child.exited if self.pool is None else child.idle
+
+    def _stop_instances(self) -> None:
+        for child in self.children:
+            child.w.stop[0] = 1
+
     def cleanup(self) -> None:
-        """Runs on every exit path, exceptions and Ctrl-C included: nothing is left running."""
+        """Runs on every exit path, exceptions and Ctrl-C included: nothing is left running but a warm pool's
+        workers after a row that ended well."""
         try:
-            self.stop_raw[0] = 1
-            self._abort_barrier()
+            self._stop_instances()
             self._kill_children()
             if not self.samplers_stopped:
                 for sampler in self.started:
@@ -324,9 +360,10 @@ class _Run:
                         sampler.stop()
                 self.samplers_stopped = True
         finally:
-            for child in self.children:
-                with contextlib.suppress(OSError):
-                    child.conn.close()
+            if self.pool is None:
+                for child in self.children:
+                    with contextlib.suppress(OSError):
+                        child.conn.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     # ------------------------------------------------------------------ children
@@ -345,20 +382,24 @@ class _Run:
     def _start_children(self) -> None:
         cfg = self.cfg
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
-        with worker.child_env({**worker.thread_env(cfg.threads_per_instance), **self.child_env}):
-            for group in groups:
-                reader, writer = self.ctx.Pipe(duplex=False)
-                proc = self.ctx.Process(
-                    target=worker.child_main,
-                    args=(cfg, self.prepared, group, writer, self.barrier, self.stop_raw, self.counts_raw,
-                          self.workdir, os.getpid()),
-                    name=f"edgebench-instance-{group[0]}" if len(group) == 1 else "edgebench-streams",
-                )
-                self.children.append(_Child(proc, reader, group))
-                try:
-                    proc.start()
-                finally:
-                    writer.close()
+        if self.pool is not None and self.key is not None:
+            def spawn() -> WorkerProc:
+                return spawn_worker(self.ctx, 1, cfg.threads_per_instance, self.child_env, os.getpid(),
+                                    "edgebench-warm-worker", preload=(self.prepared.backend, cfg.placements[0]))
+
+            workers = self.pool.take(self.key, cfg.placements, spawn)
+        else:
+            workers = [spawn_worker(self.ctx, len(g), cfg.threads_per_instance, self.child_env, os.getpid(),
+                                    f"edgebench-instance-{g[0]}" if len(g) == 1 else "edgebench-streams")
+                       for g in groups]
+        keep = self.pool is not None
+        for w, group in zip(workers, groups, strict=True):
+            w.reset()
+            self.children.append(_Child(w, group))
+            try:
+                w.conn.send(("job", cfg, self.prepared, group, self.workdir, keep))
+            except OSError:
+                pass  # it died already: _poll sees its exit and names it
 
     def _pids(self) -> list[int]:
         return [c.proc.pid for c in self.children]
@@ -412,11 +453,20 @@ class _Run:
             except (EOFError, OSError):
                 child.conn.close()
                 return
-            child.own_group = True
+            child.w.own_group = True
+            if msg[0] == "error" and msg[1] == -1:  # it failed before any job (importing its framework)
+                msg = ("error", child.instances[0], *msg[2:])
             self._handle(msg)
 
     def _handle(self, msg: tuple[Any, ...]) -> None:
         kind, i = msg[0], msg[1]
+        if kind in ("primed", "idle"):
+            for child in self.children:
+                if kind == "idle" and child.instances[0] == i:
+                    child.idle = True
+                elif kind == "primed" and child.proc.pid == i:
+                    child.w.primed = True
+            return
         if kind in ("phase", "ready"):
             self.phase_seen_ns[msg[2] if kind == "phase" else kind] = time.monotonic_ns()  # the last instance's
         if kind == "phase":
@@ -449,33 +499,31 @@ class _Run:
         self._set_fault(f"{self._who_child(child)} {what} during {phase}", pending or list(child.instances))
 
     def _phase_of(self, instance: int) -> str:
-        if self.phase[instance] == "barrier" and self.release_raw[0] != 0:
-            return "measure"  # released, though the orchestrator's own barrier thread has not noticed yet
+        if self.phase[instance] == "barrier" and self.measure_start_ns:
+            return "measure"  # the start signal was sent, though the instance's message says it was still waiting
         return self.phase[instance]
 
     def _kill_children(self) -> None:
+        """Every worker of this row is stopped, unless warm workers went back to the pool after a good row; a warm
+        worker of a row that failed is never reused."""
+        if self.returned:
+            return
+        if self.pool is not None:
+            self.pool.give_back([c.w for c in self.children], ok=False, instances=self.cfg.instances)
+            self.returned = True
+            return
         started = [c for c in self.children if c.proc.pid is not None]
         running = [c for c in started if c.proc.exitcode is None]
         for child in running:
-            _signal_child(child, signal.SIGTERM)
+            kill_group(child.w, signal.SIGTERM)
         end = time.monotonic() + TERM_GRACE_S
         for child in running:
             child.proc.join(max(0.0, end - time.monotonic()))
         for child in started:  # also whatever its process group still holds (grandchildren)
-            _signal_child(child, signal.SIGKILL)
+            kill_group(child.w, signal.SIGKILL)
         for child in running:
             child.proc.join(5.0)
             child.exited = True
-
-    def _abort_barrier(self) -> None:
-        waiter = self.barrier_waiter
-        if waiter is None or not waiter.is_alive():
-            return
-        # abort() takes the barrier's lock, which a killed child may have died holding: never block on it
-        aborter = threading.Thread(target=self.barrier.abort, daemon=True)
-        aborter.start()
-        aborter.join(1.0)
-        waiter.join(1.0)
 
     def _stop_samplers(self) -> None:
         if self.samplers_stopped:
@@ -500,36 +548,3 @@ class _Run:
                 error = f"stopped: {self.fault}" if self.fault else "no result"
             out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), start, end, error, issued))
         return out
-
-
-class _BarrierWaiter(threading.Thread):
-    """The orchestrator's own wait on the start barrier, in a thread so faults stay visible meanwhile."""
-
-    def __init__(self, barrier: Any, timeout_s: float) -> None:
-        super().__init__(name="edgebench-barrier", daemon=True)
-        self.barrier = barrier
-        self.timeout_s = timeout_s
-        self.passed_ns = 0
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.barrier.wait(self.timeout_s)
-            self.passed_ns = time.monotonic_ns()
-        except threading.BrokenBarrierError as exc:
-            self.error = exc
-
-
-def _signal_child(child: _Child, sig: int) -> None:
-    """Signal the child's whole process group once it has its own, else just the child."""
-    pid = child.proc.pid
-    if not child.own_group:
-        with contextlib.suppress(OSError):
-            child.own_group = os.getpgid(pid) == pid
-    try:
-        if child.own_group:
-            os.killpg(pid, sig)
-        elif child.proc.exitcode is None:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

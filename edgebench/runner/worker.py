@@ -1,29 +1,31 @@
-"""One instance's life inside a spawned child: open, warm up, barrier, timed loop, report.
+"""One instance's life inside a worker process: open, warm up, start signal, timed loop, report.
 
-`child_main` is the target of every child process. In mode "process" it runs one instance; in mode
-"streams" it runs several instances in threads of the one child. Either way the child first calls
-os.setsid(), so the orchestrator can kill its whole process group, and sets the thread-count
-environment variables before any framework is imported.
+`run_instance` is what a worker process (runner/worker_proc.py) runs for each instance of a row: on its main thread
+in mode "process", on one thread per instance in mode "streams". The process has called os.setsid() (the
+orchestrator kills its whole process group) and set the thread-count environment variables before any framework
+was imported.
 
-Messages to the orchestrator go over the child's own pipe (one per child, so a killed child cannot
-corrupt another's channel):
+Messages to the orchestrator go over the worker's own pipe (one per process, so a killed one cannot corrupt
+another's channel):
   ("phase", i, name)          instance i entered phase name (open, warmup)
-  ("ready", i, warmup_n)      warm-up done, about to wait on the barrier
+  ("ready", i, warmup_n)      warm-up done, about to wait for the start signal
   ("done", i, n, path)        measured phase over; path is an .npy of shape [2, n] (start_ns, end_ns),
                               or [3, n] (arrival_ns, end_ns, issued_ns) for a fixed-rate stream
   ("error", i, phase, text)   an exception ended instance i
+The start signal is ("go",) from the orchestrator, sent once every instance of the row is ready; it records the
+window's start before sending it, so that time precedes every instance's first timed inference.
 
 The timed loop is the harness overhead the null backend measures, so it is kept lean: two clock
 reads around infer(), two stores into preallocated int64 buffers through memoryviews, and a single
 integer compare; the shared stop flag and the shared per-instance counter are touched only once per
 CHECK_INTERVAL_NS (or when the buffer must grow). The buffers are allocated and every page of them
-touched before the start barrier, so neither the allocation nor first-touch page faults land inside
+touched before the start signal, so neither the allocation nor first-touch page faults land inside
 the measured window. Sessions may define an optional `set_phase(name: str)` hook ("warmup",
 "measure"); the null backend uses it for fault injection.
 
-A measuring process does nothing but measure: every instance runs exactly open -> warm-up -> barrier ->
-window. The accuracy outputs and the kernel profile (torch.profiler/CUPTI stays attached after it ends and
-slows every later launch) run in a separate probe process (runner/probe.py), never in an instance.
+A measuring process does nothing but measure: every instance runs exactly open -> warm-up -> start -> window ->
+close. The accuracy outputs and the kernel profile (torch.profiler/CUPTI stays attached after it ends and slows
+every later launch) run in a separate probe process (runner/probe.py), never in an instance.
 
 With `cfg.rate_hz` set the instance is an open-loop stream instead (`measure_fixed_rate`): arrival k is
 scheduled at t0 + phase + k / rate_hz whether or not the previous inference is done, an inference starts
@@ -87,26 +89,19 @@ def initial_capacity(rate_ips: float, duration_s: float) -> int:
 def describe(exc: BaseException) -> str:
     """'Type: message', one line, for the orchestrator's reason."""
     name = type(exc).__name__
-    if isinstance(exc, threading.BrokenBarrierError):
-        return f"{name}: the start barrier broke (another instance failed or barrier_timeout_s passed)"
     text = " ".join(str(exc).split())
     return f"{name}: {text}" if text else name
 
 
 def allocate_timestamps(capacity: int, rows: int = 2) -> list[np.ndarray]:
     """`rows` int64 buffers of `capacity` entries with every page already touched (written), so the
-    timed loop never takes a first-touch page fault; call it before the start barrier."""
+    timed loop never takes a first-touch page fault; call it before the start signal."""
     import numpy as np
 
     buffers = [np.empty(capacity, dtype=np.int64) for _ in range(rows)]
     for buf in buffers:
         buf.fill(0)
     return buffers
-
-
-def mark_release(release_ns: Any) -> None:
-    """Barrier action (runs once, in whichever party arrives last): the measured phase starts now."""
-    release_ns[0] = time.monotonic_ns()
 
 
 def warm_up(infer: Callable[[], None], warmup_s: float) -> tuple[int, float]:
@@ -232,18 +227,20 @@ def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
 
 def run_instance(
     index: int,
+    slot: int,
     cfg: RunConfig,
     prepared: Prepared,
     send: Callable[[tuple[Any, ...]], None],
-    barrier: Any,
+    wait_start: Callable[[float], None],
     stop: memoryview,
     counts: memoryview,
     workdir: str,
     parent_pid: int | None = None,
 ) -> bool:
-    """One instance from open to its timestamps on disk. Reports every failure; returns True when done."""
+    """One instance from open to its timestamps on disk, then its session closed. Reports every failure; returns
+    True when done. `counts[slot]` is its inference counter; `wait_start(barrier_timeout_s)` returns when the
+    orchestrator gives the start signal (and raises when it does not come in time)."""
     import numpy as np
-
 
     phase = "open"
     session = None
@@ -265,17 +262,17 @@ def run_instance(
         buffers = allocate_timestamps(initial_capacity(expected_ips, cfg.duration_s), 2 if rate_hz is None else 3)
         send(("ready", index, warm_n))
         phase = "barrier"
-        barrier.wait(cfg.barrier_timeout_s)
+        wait_start(cfg.barrier_timeout_s)
         phase = "measure"
         if set_phase is not None:
             set_phase("measure")
         columns: tuple[np.ndarray, ...]
         if rate_hz is None:
-            columns = measure(session.infer, stop, counts, index, 0, parent_pid, buffers)
+            columns = measure(session.infer, stop, counts, slot, 0, parent_pid, buffers)
         else:
             period_ns = max(1, round(1e9 / float(rate_hz)))
             first = time.monotonic_ns() + stream_phase_ns(index, cfg.instances, period_ns)
-            columns = measure_fixed_rate(session.infer, stop, counts, index, period_ns, first, 0, parent_pid, buffers)
+            columns = measure_fixed_rate(session.infer, stop, counts, slot, period_ns, first, 0, parent_pid, buffers)
         phase = "collect"
         path = os.path.join(workdir, f"instance{index}.npy")
         np.save(path, np.stack(columns))
@@ -293,47 +290,6 @@ def run_instance(
                 session.close()
             except Exception:  # noqa: BLE001 - closing after the result is sent cannot change it
                 pass
-
-
-def child_main(
-    cfg: RunConfig,
-    prepared: Prepared,
-    instances: tuple[int, ...],
-    conn: Any,
-    barrier: Any,
-    stop_raw: Any,
-    counts_raw: Any,
-    workdir: str,
-    parent_pid: int,
-) -> None:
-    """Entry point of a spawned child: its own process group, then one thread per instance (streams)
-    or the instance on the main thread (process). Exits 0 only when every instance finished."""
-    setup_child(cfg.threads_per_instance, parent_pid)
-    stop = memoryview(stop_raw).cast("B")
-    counts = memoryview(counts_raw).cast("B").cast("q")
-    lock = threading.Lock()
-
-    def send(msg: tuple[Any, ...]) -> None:
-        with lock:
-            conn.send(msg)
-
-    args = (cfg, prepared, send, barrier, stop, counts, workdir, parent_pid)
-    if len(instances) == 1:
-        ok = run_instance(instances[0], *args)
-    else:
-        results: dict[int, bool] = {}
-
-        def target(i: int) -> None:
-            results[i] = run_instance(i, *args)
-
-        threads = [threading.Thread(target=target, args=(i,), name=f"instance-{i}", daemon=True) for i in instances]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        ok = all(results.get(i, False) for i in instances)
-    conn.close()
-    exit_now(0 if ok else 1)
 
 
 def exit_now(code: int) -> None:

@@ -1,0 +1,165 @@
+"""A worker process: spawned once, it runs the instances of one row (a fresh worker) or of several rows in turn
+(a warm worker, runner/warm_pool.py), each row from a fresh session.
+
+Parent -> worker, over the worker's own duplex pipe:
+  ("job", cfg, prepared, instances, workdir, keep)   run these instances of a row (runner/worker.run_instance);
+                                                     keep: stay for the next job after it, else exit
+  ("go",)                                            the start signal of the row's window
+  ("exit",)                                          leave (so does a closed pipe)
+Worker -> parent: run_instance's messages, plus
+  ("primed", pid)        a warm worker's framework is imported (sent once, before any job)
+  ("idle", i)            the job of which instance i is the first is over and its sessions are closed
+Every worker has its own shared stop flag (one byte) and inference counters (one int64 per instance slot),
+made before it starts and reused by each of its jobs; the orchestrator zeroes them before sending a job.
+
+A kept worker is only reused for a job that differs in batch or instance count (the pool's key): it reopens the
+session, so what carries over is the imported framework, the CUDA context and the allocator's process state.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgebench.backends.registry import get_backend
+from edgebench.runner import worker
+
+
+class NoStartSignal(Exception):
+    """The orchestrator's start signal did not come in time (another instance failed, or barrier_timeout_s)."""
+
+
+@dataclass
+class WorkerProc:
+    """The parent's handle on one worker process."""
+
+    proc: Any
+    conn: Any  # the parent's end of the duplex pipe
+    stop_raw: Any  # RawArray("b", 1)
+    counts_raw: Any  # RawArray("q", slots)
+    slots: int
+    rows: int = 0  # rows this process finished before (0: a fresh process)
+    placement: str = ""  # what its last job ran on (a warm worker is given the same placement again)
+    primed: bool = False
+    own_group: bool = False  # it has called setsid (it sent a message, or getpgid said so)
+    exited: bool = False
+    stop: memoryview = field(init=False, repr=False)
+    counts: memoryview = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.stop = memoryview(self.stop_raw).cast("B")
+        self.counts = memoryview(self.counts_raw).cast("B").cast("q")
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid  # type: ignore[no-any-return]
+
+    def reset(self) -> None:
+        """Zero the stop flag and the counters before a job (the worker is idle: nothing else writes them)."""
+        self.stop[0] = 0
+        for i in range(self.slots):
+            self.counts[i] = 0
+
+
+def spawn_worker(ctx: Any, slots: int, threads: int, env: dict[str, str], parent_pid: int, name: str,
+                 preload: tuple[str, str] | None = None) -> WorkerProc:
+    """Start a worker process. `env` (thread caps, e.g. the MPS pipe folder) holds before it imports anything;
+    `preload` = (backend, device): import that backend's framework at once and say ("primed", pid)."""
+    parent_end, child_end = ctx.Pipe(duplex=True)
+    stop_raw, counts_raw = ctx.RawArray("b", 1), ctx.RawArray("q", max(1, slots))
+    proc = ctx.Process(target=serve, args=(child_end, stop_raw, counts_raw, threads, parent_pid, preload), name=name)
+    handle = WorkerProc(proc, parent_end, stop_raw, counts_raw, slots)
+    with worker.child_env({**worker.thread_env(threads), **env}):
+        try:
+            proc.start()
+        finally:
+            child_end.close()
+    return handle
+
+
+def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: int,
+          preload: tuple[str, str] | None) -> None:
+    """Entry point of a worker process: its own process group, the framework imported when asked, then jobs until
+    told to exit. Exits 0 after its last job when every instance of it finished, else 1."""
+    worker.setup_child(threads, parent_pid)
+    stop = memoryview(stop_raw).cast("B")
+    counts = memoryview(counts_raw).cast("B").cast("q")
+    lock = threading.Lock()
+
+    def send(msg: tuple[Any, ...]) -> None:
+        with lock:
+            conn.send(msg)
+
+    if preload is not None:
+        try:
+            preload_backend(*preload)
+        except Exception as exc:  # noqa: BLE001 - the job's open will meet it again and report it per instance
+            send(("error", -1, "preload", worker.describe(exc)))
+            worker.exit_now(1)
+        send(("primed", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            worker.exit_now(0)
+        if msg[0] != "job":
+            worker.exit_now(0)
+        _, cfg, prepared, instances, workdir, keep = msg
+        os.environ.update(worker.thread_env(cfg.threads_per_instance))
+        ok = run_job(cfg, prepared, instances, workdir, conn, send, stop, counts, parent_pid)
+        if not (ok and keep):
+            conn.close()
+            worker.exit_now(0 if ok else 1)
+        send(("idle", instances[0]))
+
+
+def preload_backend(backend: str, device: str) -> None:
+    """Import what the backend's sessions need (its optional `preload(device)`), so a row does not pay for it."""
+    hook = getattr(get_backend(backend), "preload", None)
+    if hook is not None:
+        hook(device)
+
+
+def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, conn: Any, send: Any,
+            stop: memoryview, counts: memoryview, parent_pid: int) -> bool:
+    """The job's instances: one on this thread (mode "process"), else one thread each (mode "streams") while this
+    thread waits for the start signal and passes it on. True when every instance finished."""
+    if len(instances) == 1:
+        return worker.run_instance(instances[0], 0, cfg, prepared, send, lambda timeout_s: wait_go(conn, timeout_s),
+                                   stop, counts, workdir, parent_pid)
+    go = threading.Event()
+    failed: list[BaseException] = []
+
+    def wait_start(timeout_s: float) -> None:
+        if not go.wait(timeout_s) or failed:
+            raise failed[0] if failed else NoStartSignal(f"no start signal within barrier_timeout_s={timeout_s:g}")
+
+    results: dict[int, bool] = {}
+
+    def target(slot: int, i: int) -> None:
+        results[i] = worker.run_instance(i, slot, cfg, prepared, send, wait_start, stop, counts, workdir, parent_pid)
+
+    threads = [threading.Thread(target=target, args=(slot, i), name=f"instance-{i}", daemon=True)
+               for slot, i in enumerate(instances)]
+    for t in threads:
+        t.start()
+    try:
+        wait_go(conn, cfg.load_timeout_s + cfg.barrier_timeout_s)
+    except BaseException as exc:  # noqa: BLE001 - every instance thread raises it from its own wait
+        failed.append(exc)
+    go.set()
+    for t in threads:
+        t.join()
+    return all(results.get(i, False) for i in instances)
+
+
+def wait_go(conn: Any, timeout_s: float) -> None:
+    """Block until the orchestrator's ("go",); NoStartSignal when it does not come within timeout_s or something
+    else does."""
+    if not conn.poll(timeout_s):
+        raise NoStartSignal(f"no start signal within barrier_timeout_s={timeout_s:g}")
+    msg = conn.recv()
+    if msg[0] != "go":
+        raise NoStartSignal(f"the orchestrator sent {msg[0]!r} instead of the start signal")

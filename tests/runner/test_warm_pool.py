@@ -1,0 +1,119 @@
+"""Warm worker processes (runner/warm_pool.py) with real spawned processes and the null backend: reuse across rows
+of one pool key, spares primed before a window, retirement on a new key, a failed row or the pool's end."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+
+from edgebench.runner.orchestrator import run_instances
+from edgebench.runner.warm_pool import WarmPool, pool_key
+from runner.test_runner import assert_all_gone, make_cfg, prepare
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def pids_of(out) -> list[int]:
+    return [r.pid for r in out.instances]
+
+
+def row(pool: WarmPool | None, instances: int = 1, batch: int = 2, **kw):
+    cfg = make_cfg(instances, batch=batch, **kw)
+    return run_instances(cfg, prepare(cfg), pool=pool)
+
+
+def test_a_row_of_the_same_key_runs_in_the_previous_rows_processes():
+    with WarmPool() as pool:
+        first = row(pool, 1, batch=2)
+        second = row(pool, 1, batch=4)  # only the batch changed: same key
+        assert first.status == second.status == "ok", (first.reason, second.reason)
+        assert first.workers == "warm: 0 of 1 reused" and second.workers == "warm: 1 of 1 reused"
+        assert pids_of(second) == pids_of(first)
+        assert len(second.instances[0].start_ns) >= 10  # it measured: a fresh session in the kept process
+        assert pool.spawned == 1
+        kept = pids_of(first)
+        assert all(alive(p) for p in kept)  # idle between rows
+    assert_all_gone(kept)  # the pool's end retires them
+
+
+def test_the_plans_largest_row_is_started_and_primed_with_the_first():
+    cfg = make_cfg(3)
+    with WarmPool({pool_key(cfg): 3}) as pool:
+        one = row(pool, 1)
+        assert one.status == "ok", one.reason
+        assert pool.spawned == 3 and len(pool.idle) == 3 and all(w.primed for w in pool.idle)
+        three = row(pool, 3)
+        assert three.status == "ok", three.reason
+        assert pool.spawned == 3  # no process started for the larger row
+        assert pids_of(one)[0] in pids_of(three) and len(set(pids_of(three))) == 3
+        assert three.workers == "warm: 1 of 3 reused"  # two had been primed spares, never in a row
+    assert_all_gone(pids_of(three))
+
+
+def test_workers_beyond_what_the_key_needs_are_retired_after_a_row():
+    with WarmPool() as pool:  # no plan sizes (the SLO search): keep what the last row used
+        four = row(pool, 4)
+        two = row(pool, 2)
+        assert four.status == two.status == "ok"
+        assert set(pids_of(two)) <= set(pids_of(four))
+        gone = set(pids_of(four)) - set(pids_of(two))
+        assert len(pool.idle) == 2
+        assert_all_gone(sorted(gone))
+
+
+def test_another_key_retires_the_workers_of_the_last():
+    with WarmPool() as pool:
+        a = row(pool, 2)
+        b = row(pool, 2, options={"sleep_s": 0.0001})  # other options: another key
+        assert a.status == b.status == "ok"
+        assert not set(pids_of(a)) & set(pids_of(b))
+        assert_all_gone(pids_of(a))
+        assert b.workers == "warm: 0 of 2 reused"
+
+
+def test_the_workers_of_a_failed_row_are_killed_never_reused():
+    with WarmPool() as pool:
+        bad = row(pool, 2, options={"fail_instance": 1, "fail_phase": "measure", "fail_after": 3})
+        assert bad.status == "failed" and "instance 1" in bad.reason
+        assert_all_gone([p for p in pids_of(bad) if p is not None])
+        assert pool.idle == []
+
+
+def test_streams_mode_and_no_pool_start_fresh_processes():
+    with WarmPool() as pool:
+        streams = row(pool, 2, mode="streams")
+        assert streams.status == "ok" and streams.workers == "fresh"
+        assert pool.spawned == 0
+        assert_all_gone(sorted(set(pids_of(streams))))
+    plain = row(None, 1)
+    assert plain.workers == "fresh"
+    assert_all_gone(pids_of(plain))
+
+
+def test_a_row_whose_backend_cannot_load_in_a_warm_worker_fails_naming_the_instance():
+    cfg = make_cfg(1)
+    prepared = dataclasses.replace(prepare(cfg), backend="preload_fail_backend:FailingPreload")
+    with WarmPool() as pool:
+        out = run_instances(cfg, prepared, pool=pool)
+        assert out.status == "failed"
+        assert out.reason.startswith(f"instance 0 (pid {out.instances[0].pid}, placement cpu) raised RuntimeError: "
+                                     "preload refused") and "during preload" in out.reason
+        assert pool.idle == []
+
+
+@pytest.mark.parametrize("gpu_sharing,mode,keyed", [("time-slicing", "process", True), ("mps", "process", False),
+                                                     ("time-slicing", "streams", False)])
+def test_pool_key(gpu_sharing, mode, keyed):
+    cfg = make_cfg(2, mode=mode, gpu_sharing=gpu_sharing)
+    assert (pool_key(cfg) is not None) is keyed
+    if keyed:
+        assert pool_key(make_cfg(4, batch=64, mode=mode, gpu_sharing=gpu_sharing)) == pool_key(cfg)
+        assert pool_key(make_cfg(2, precision="fp16", mode=mode)) != pool_key(cfg)
