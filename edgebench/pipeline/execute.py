@@ -31,6 +31,7 @@ from edgebench.runner import orchestrator  # module-qualified: the jtop sweep te
 from edgebench.runner.load import load_fields, slo_fields
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
+from edgebench.runner.warm_pool import WarmPool
 from edgebench.telemetry import registry
 from edgebench.telemetry.power_calibration import (
     PowerCalibration,
@@ -70,13 +71,13 @@ def kernel_fields(kernels: list[tuple[str, float]] | None, note: str) -> dict[st
 
 
 def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
-            idle_power_w: float | None = None) -> RowParts:
+            idle_power_w: float | None = None, pool: WarmPool | None = None) -> RowParts:
     """Measure one config; returns the parts of its row beyond the identity (the sweep adds that; results.row
     assembles them). Raises EdgebenchError on bad input.
 
     The accuracy outputs, the kernel profile and a trt layer profile come from a probe process (pipeline/probe_step)
     that runs before the instances and is reused across the rows it applies to; every phase's wall time goes to
-    row.json "phases" and the row's setup_s."""
+    row.json "phases" and the row's setup_s. `pool`: warm worker processes (run.workers: warm) the instances run in."""
 
     clock = PhaseClock()
     with clock("export"):
@@ -123,9 +124,11 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         t_runner = time.monotonic()
-        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env, probe=probe)
+        outcome = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env, probe=probe,
+                                             pool=pool)
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
-    parts.verdict.sharing_notes = list(sharing.notes)
+    parts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
+    parts.setup["workers"] = outcome.workers
     if outcome.status != "ok":
         parts.verdict.failure = outcome.reason
         if cfg.slo_ms is not None:

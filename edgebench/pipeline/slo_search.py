@@ -22,6 +22,7 @@ Each probe is a row of results.csv (fsynced as usual, so --resume reuses finishe
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from edgebench.backends.registry import get_backend
 from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
 from edgebench.pipeline.sweep import run_sweep
 from edgebench.runner.load import P99_FLOOR
+from edgebench.runner.warm_pool import WarmPool
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -218,32 +220,43 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
         groups.setdefault(search_key(p.cfg), []).append(p.cfg)
     max_streams = int(profile.run.get("max_streams", 64))
     results = []
-    for cfgs in groups.values():
-        base = cfgs[0]
-        assert base.slo_ms is not None and base.rate_hz is not None
-        start = min(c.instances for c in cfgs)
-
-        def probe(n: int, base: RunConfig = base) -> Probe:
-            cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count))
-            skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
-            written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
-                                idle_power_w=idle_power_w, on_start=on_start)
-            if written:
-                return probe_of(n, written[0])
-            done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]
-            return probe_of(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
-
-        result = search_max_streams(probe, max_streams, start)
-        if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
-            result.notes.insert(0, note)
-        result.record = search_record(base, result)
-        results.append(result)
-        _append_search(run_dir / "slo_search.csv", result.record)
-        report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]} "
-               f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}]: {result.answer} streams of "
-               f"{base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms (probes: {describe_probes(result.probes)})"
-               + "".join(f"\n  note: {n}" for n in result.notes))
+    with contextlib.ExitStack() as stack:  # one warm pool for every probe of every search (run.workers: warm)
+        pool = stack.enter_context(WarmPool()) if profile.run.get("workers", "warm") == "warm" else None
+        for cfgs in groups.values():
+            results.append(_search(cfgs, profile, env, run_dir, store, models, max_streams, on_row, on_start,
+                                   idle_power_w, report, pool))
     return results
+
+
+def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, store: ResultsStore,
+            models: ModelCache, max_streams: int, on_row: Callable[..., None] | None,
+            on_start: Callable[..., None] | None, idle_power_w: float | None, report: Callable[[str], None],
+            pool: WarmPool | None) -> SloResult:
+    """One search: probes of growing (then bisected) stream counts, its slo_search.csv line, its console line."""
+    base = cfgs[0]
+    assert base.slo_ms is not None and base.rate_hz is not None
+    start = min(c.instances for c in cfgs)
+
+    def probe(n: int) -> Probe:
+        cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count))
+        skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
+        written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
+                            idle_power_w=idle_power_w, on_start=on_start, pool=pool)
+        if written:
+            return probe_of(n, written[0])
+        done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]
+        return probe_of(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
+
+    result = search_max_streams(probe, max_streams, start)
+    if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
+        result.notes.insert(0, note)
+    result.record = search_record(base, result)
+    _append_search(run_dir / "slo_search.csv", result.record)
+    report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]} "
+           f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}]: {result.answer} streams of "
+           f"{base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms (probes: {describe_probes(result.probes)})"
+           + "".join(f"\n  note: {n}" for n in result.notes))
+    return result
 
 
 def describe_probes(probes: list[Probe]) -> str:

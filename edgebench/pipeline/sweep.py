@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.results.reader import HEADER_LINE
 from edgebench.results.row import RowParts, Verdict, assemble_row, identity
+from edgebench.runner.warm_pool import WarmPool, pool_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
@@ -54,8 +55,12 @@ def run_sweep(
     on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
     idle_power_w: float | None = None,
     on_start: Callable[[int, int, RunConfig], None] | None = None,
+    pool: WarmPool | None = None,
 ) -> list[dict[str, Any]]:
     """Run every planned config not already done in `store`; returns the rows written now.
+
+    With `run.workers: warm` the rows run in warm worker processes (runner/warm_pool.py): `pool` when the caller
+    keeps one across calls (the SLO search), else one for this call, retired when it ends, however it ends.
 
     Rows with a `power_mode` switch the Jetson's nvpmodel mode before they run (once per group) and the
     original mode and clocks are restored when the sweep ends, however it ends (edgebench.device.power_modes).
@@ -63,13 +68,30 @@ def run_sweep(
 
     done = store.done_hashes()
     todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
-    with power_mode_session(todo, profile.power, profile.source) as power:
-        return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, power)
+    with power_mode_session(todo, profile.power, profile.source) as power, \
+            _pool_for(planned, profile, pool) as workers:
+        return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, power, workers)
+
+
+@contextlib.contextmanager
+def _pool_for(planned: list[PlannedRun], profile: Profile, given: WarmPool | None) -> Iterator[WarmPool | None]:
+    """The caller's pool; else, with run.workers: warm, a pool sized for the plan (the most instances any row of
+    a pool key runs), retired on the way out; else None (fresh processes for every row)."""
+    if given is not None or profile.run.get("workers", "warm") != "warm":
+        yield given
+        return
+    sizes: dict[Any, int] = {}
+    for p in planned:
+        if p.skip_reason is None and (key := pool_key(p.cfg)) is not None:
+            sizes[key] = max(sizes.get(key, 0), p.cfg.instances)
+    with WarmPool(sizes) as pool:
+        yield pool
 
 
 def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store: ResultsStore, models: ModelCache,
               on_row: Callable[[int, int, dict[str, Any]], None] | None, idle_power_w: float | None,
-              on_start: Callable[[int, int, RunConfig], None] | None, power: Any) -> list[dict[str, Any]]:
+              on_start: Callable[[int, int, RunConfig], None] | None, power: Any,
+              pool: WarmPool | None) -> list[dict[str, Any]]:
     done = store.done_hashes()
     next_index = len(store.rows())
     written: list[dict[str, Any]] = []
@@ -89,7 +111,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             else:
                 if on_start:
                     on_start(i, len(planned), cfg)
-                parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal)
+                parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool)
             row = _assemble(parts, row_dir)
             store.append(row)  # whole line or nothing (results/store.py)
         except Exception as exc:
@@ -107,7 +129,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
 
 
 def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, ident: dict[str, Any],
-             idle_power_w: float | None, power: Any, thermal: Thermal) -> RowParts:
+             idle_power_w: float | None, power: Any, thermal: Thermal, pool: WarmPool | None) -> RowParts:
     """The parts of one measured config's row; a failure is a failed row's parts (the sweep goes on). The thermal
     part (cooldown before the row, temperatures at its start and end) is kept either way. A full disk is raised
     (the sweep stops: disk_full_error), never a failed row."""
@@ -117,7 +139,7 @@ def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path
             ident["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
         heat.update(thermal.before_row())
         try:
-            parts = execute(cfg, profile, models, row_dir, idle_power_w)
+            parts = execute(cfg, profile, models, row_dir, idle_power_w, pool)
         finally:
             heat.update(thermal.after_row())
         parts.identity = ident

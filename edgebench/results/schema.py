@@ -75,6 +75,9 @@ COLUMNS: list[Column] = [
     Column("probe", "", "which probe process the accuracy_* and tensor_core_* columns come from: 'row 3 (batch 1, "
                         "pid 4242)' ran for this row or is reused from an earlier row of the same model x precision "
                         "x backend x options; empty when the row needed none"),
+    Column("workers", "", "the instance processes: 'fresh' (started for this row, run.workers: fresh, streams mode "
+                          "or MPS) or 'warm: k of n reused' (run.workers: warm; k ran earlier rows of the same "
+                          "model x backend x precision x options, each row still opens a fresh session)"),
     # --- latency details
     Column("latency_ms_min", "ms", "fastest inference (one batch)"),
     Column("latency_ms_mean", "ms", "mean latency of one inference (one batch)"),

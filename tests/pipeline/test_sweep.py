@@ -194,3 +194,35 @@ def test_export_then_run_an_external_onnx_through_int8(cache_env, tmp_path):
     assert row["status"] in ("ok", "invalid") and float(row["throughput_ips"]) > 0
     assert row["weights"] == "from-onnx"
     assert float(row["accuracy_cosine_min"]) > 0.9  # int8 of the same file vs its fp32
+
+
+@pytest.mark.parametrize("workers", ["warm", "fresh"])
+def test_rows_of_one_model_reuse_warm_workers_and_none_outlive_the_sweep(tmp_path, workers):
+    import dataclasses
+    import multiprocessing
+
+    from edgebench.config.profile import load_profile
+    from edgebench.config.run_config import RunConfig
+    from edgebench.models.artifacts import Artifacts
+    from edgebench.pipeline.model_cache import ModelCache
+    from edgebench.pipeline.plan import PlannedRun
+    from edgebench.pipeline.sweep import run_sweep
+    from edgebench.results.store import ResultsStore
+
+    profile = load_profile("smoke")
+    profile = dataclasses.replace(profile, run={**profile.run, "workers": workers})
+    common = dict(model="tiny_cnn", backend="ort", precision="fp32", duration_s=0.3, max_duration_s=3.0,
+                  min_inferences=10, warmup_s=0.05, accuracy_samples=0)
+    plan = [PlannedRun(RunConfig(batch=b, placements=("cpu",) * n, **common), None) for b in (1, 2) for n in (1, 2)]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    models = ModelCache(Artifacts(os.environ.get("EDGEBENCH_CACHE") or tmp_path / "cache"), dict(profile.calibration))
+    rows = run_sweep(plan, profile, run_dir, ResultsStore(run_dir), models)
+    assert [r["status"] in ("ok", "invalid") for r in rows] == [True] * 4, [r["reason"] for r in rows]
+    if workers == "warm":  # the plan's largest row (2 instances) is started with the first; later rows reuse
+        assert [r["workers"] for r in rows] == ["warm: 0 of 1 reused", "warm: 1 of 2 reused",
+                                                "warm: 1 of 1 reused", "warm: 2 of 2 reused"]
+    else:
+        assert [r["workers"] for r in rows] == ["fresh"] * 4
+    assert [r["workers"] for r in read_rows(run_dir)] == [r["workers"] for r in rows]
+    assert multiprocessing.active_children() == []  # the pool was retired with the sweep
