@@ -44,6 +44,8 @@ HERE = Path(__file__).resolve().parent
 SIDES = ("warm", "fresh")
 EQUAL_BAND = (0.97, 1.03)
 LABEL_FIELDS = ("model", "backend", "precision", "batch", "instances")
+KEPT = (*LABEL_FIELDS, "row_index", "status", "reason", "workers", "throughput_ips", "latency_ms_p50", "latency_ms_p99",
+        "window_s", "inferences", "warmup_s", "setup_s", "threads_per_instance", "stability_pct")  # --json's rows
 
 
 def _sibling(name: str):
@@ -205,7 +207,8 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
             "profiles": {side: profiles[side].read_text() for side in SIDES},
             "base_profile": (work / "warm-vs-fresh-base.yaml").read_text(),
             "kept_in": args.out or None, "rows": table, "pooled": pooled,
-            "runs": [{k: v for k, v in r.items() if k != "rows"} | {"rows": list(r["rows"].values())} for r in runs],
+            "runs": [{k: v for k, v in r.items() if k != "rows"}
+                     | {"rows": [{k: row[k] for k in KEPT if k in row} for row in r["rows"].values()]} for r in runs],
             "total_wall_s": time.monotonic() - t0}
 
 
