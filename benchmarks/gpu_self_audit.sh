@@ -6,7 +6,9 @@
 #   before  what the in-process kernel profile cost: the bare loop after a 5-step torch.profiler pass vs the bare
 #           loop (torch b1 and b64): the old behaviour itself is gone (no option runs it in a measuring process)
 #   setup   per-row set-up of a cached dgpu grid (benchmarks/setup_cost.py: torch + ort, b1/b8, 1/2 instances)
-# Usage:  OUT=/path benchmarks/gpu_self_audit.sh [torch|ort|before|setup|all]    (all: > 10 min, one part per call)
+#   warm    warm vs fresh worker processes (benchmarks/warm_vs_fresh.py: ResNet-50 fp16, b1/b64, 1/2 instances,
+#           WARM_PAIRS pairs, default 3; WARM_BACKENDS, default torch: one backend per call keeps it under 10 min)
+# Usage:  OUT=/path benchmarks/gpu_self_audit.sh [torch|ort|before|setup|warm|all]    (all: > 10 min, one part per call)
 # Logs and JSON under $OUT; the short table comes last ($OUT/tables.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +44,12 @@ case "$part" in
   before|all) for b in 1 64; do audit torch fp16 "$b" bare-profiled; done ;;&
   setup|all) $PY benchmarks/setup_cost.py --device dgpu --backends torch,ort --precisions fp16 --batches 1,8 \
                  --instances 1,2 --out "$OUT/setup" --json "$OUT/setup.json" > "$OUT/setup.log" 2>&1
-             echo "exit $?" >> "$OUT/setup.log"; grep -E '^(\||torch:|ort:|exit)' "$OUT/setup.log" >> "$OUT/tables.txt" ;;
+             echo "exit $?" >> "$OUT/setup.log"; grep -E '^(\||torch:|ort:|exit)' "$OUT/setup.log" >> "$OUT/tables.txt" ;;&
+  warm|all) name="warm-${WARM_BACKENDS:-torch}"
+            $PY benchmarks/warm_vs_fresh.py --device dgpu --models resnet50 --backends "${WARM_BACKENDS:-torch}" \
+                --precisions fp16 --batches 1,64 --instances 1,2 --pairs "${WARM_PAIRS:-3}" --duration-s 2 \
+                --out "$OUT/runs/$name" --json "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+            echo "exit $?" >> "$OUT/$name.log"; grep -E '^(\||grid wall|exit)' "$OUT/$name.log" >> "$OUT/tables.txt" ;;
 esac
 echo "== tables ($part)"
 cat "$OUT/tables.txt"

@@ -55,7 +55,8 @@ def run_grid(args: argparse.Namespace, profile: Path, out: Path) -> Path:
     wall = time.monotonic() - t0
     if proc.returncode not in (0, 3):
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
-        raise SystemExit(f"setup_cost: {' '.join(cmd)} exited {proc.returncode}")
+        sys.stderr.write(f"setup_cost: {' '.join(cmd)} exited {proc.returncode}\n")
+        raise SystemExit(2)  # the docstring's promise; SystemExit("message") would exit 1
     runs = sorted(p for p in out.iterdir() if p.is_dir())
     print(f"# {' '.join(cmd)}  ({wall:.1f} s wall)", flush=True)
     return runs[-1]
