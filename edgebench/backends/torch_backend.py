@@ -46,6 +46,22 @@ MATH = {"fp32": "fp32 weights and activations; TF32 off (IEEE fp32 in cuBLAS/cuD
         "fp16": "fp16 weights and activations (model.half())", "bf16": "bf16 weights and activations",
         "amp": "fp32 weights; torch.autocast(cuda, float16) picks fp16 per op"}
 _BUILD_LOCK = threading.Lock()  # build_torch_model seeds the global RNG; compile/capture one at a time
+_KEEP_BUILDS = False  # a warm worker (preload ran) keeps its last built model for its next rows
+_KEPT: dict[tuple[Any, ...], Any] = {}
+
+
+def _built_model(spec: Any, seed: int) -> Any:
+    """A newly built model; in a warm worker a deep copy of the one it built for an earlier row (same spec, weights
+    and seed: the same tensors), the kept one never touched by a session."""
+    if not _KEEP_BUILDS:
+        return build_torch_model(spec, seed)
+    import copy
+
+    key = (spec.name, repr(spec.weights), seed)
+    if key not in _KEPT:
+        _KEPT.clear()
+        _KEPT[key] = build_torch_model(spec, seed)
+    return copy.deepcopy(_KEPT[key])
 
 
 def parse_device(label: str) -> tuple[str, int] | None:
@@ -92,7 +108,11 @@ class TorchBackend:
     @staticmethod
     def preload(device: str) -> None:
         """A warm worker's start (runner/warm_pool.py): import torch (and torchvision, which the built-in models
-        use) and initialise CUDA for a GPU placement, once per process instead of once per row."""
+        use) and initialise CUDA for a GPU placement, once per process instead of once per row; and keep the built
+        model on the CPU, so its next rows copy it (~0.1 s) instead of building it again (seconds: random init and
+        BatchNorm re-estimation). A warm worker's rss holds that copy (the model's fp32 size)."""
+        global _KEEP_BUILDS
+        _KEEP_BUILDS = True
         import torch
 
         with contextlib.suppress(ImportError):
@@ -209,7 +229,7 @@ class TorchSession:
             spec = dataclasses.replace(spec, weights=prepared.options["weights"])
         self._output_names = spec.output_names
         with _BUILD_LOCK:
-            model = build_torch_model(spec, int(prepared.options.get("weights_seed", 0)))
+            model = _built_model(spec, int(prepared.options.get("weights_seed", 0)))
         model = model.requires_grad_(False).to(self.device, dtype=self._dtype)
         if self._channels_last:
             model = model.to(memory_format=torch.channels_last)

@@ -113,6 +113,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
         parts.setup["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
+    if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
+        orchestrator.prewarm(cfg, prepared, pool)
     with clock("probe"):  # never in a measured process; reused across batches and instance counts
         probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
     probe_row = probe_fields(probe, "")

@@ -27,6 +27,8 @@ children, the deadlines and the fault that ends them; split, every phase would n
 from __future__ import annotations
 
 import contextlib
+import functools
+import multiprocessing
 import os
 import shutil
 import signal
@@ -133,6 +135,20 @@ def run_instances(
     return outcome
 
 
+def prewarm(cfg: RunConfig, prepared: Prepared, pool: WarmPool) -> None:
+    """Before a row's probe: start the warm workers its pool key needs, if the pool does not hold that key yet, so
+    they import their framework while the probe runs (run_instances then takes them and waits for them)."""
+    key = pool_key(cfg)
+    if key is not None:
+        ctx = multiprocessing.get_context("spawn")
+        pool.prewarm(key, cfg.instances, functools.partial(_spawn_warm, ctx, cfg, prepared.backend, {}))
+
+
+def _spawn_warm(ctx: Any, cfg: RunConfig, backend: str, env: dict[str, str]) -> WorkerProc:
+    return spawn_worker(ctx, 1, cfg.threads_per_instance, env, os.getpid(), "edgebench-warm-worker",
+                        preload=(backend, cfg.placements[0]))
+
+
 def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> None:
     """Every input of `prepared`, each its full shape with N>=1 on its batch axis (the same N), or exactly its
     shape when it has no batch axis."""
@@ -190,8 +206,6 @@ class _Run:
         pool: WarmPool | None = None,
         key: tuple[Any, ...] | None = None,
     ) -> None:
-        import multiprocessing
-
         self.child_env = child_env or {}
         self.pool, self.key = pool, key
         self.returned = False  # the warm workers went back to the pool
@@ -383,10 +397,7 @@ class _Run:
         cfg = self.cfg
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
         if self.pool is not None and self.key is not None:
-            def spawn() -> WorkerProc:
-                return spawn_worker(self.ctx, 1, cfg.threads_per_instance, self.child_env, os.getpid(),
-                                    "edgebench-warm-worker", preload=(self.prepared.backend, cfg.placements[0]))
-
+            spawn = functools.partial(_spawn_warm, self.ctx, cfg, self.prepared.backend, self.child_env)
             workers = self.pool.take(self.key, cfg.placements, spawn)
         else:
             workers = [spawn_worker(self.ctx, len(g), cfg.threads_per_instance, self.child_env, os.getpid(),

@@ -71,6 +71,16 @@ class WarmPool:
         self.busy = list(chosen)
         return chosen
 
+    def prewarm(self, key: tuple[Any, ...], instances: int, spawn: Callable[[], WorkerProc]) -> None:
+        """Start the workers a new key needs now (they import their framework while the row's probe runs); take()
+        then finds them. Nothing happens for the key the pool already holds."""
+        if key == self.key:
+            return
+        self.close()
+        self.key = key
+        while len(self.idle) < max(instances, self.sizes.get(key, 0)):
+            self.idle.append(self._spawn(spawn))
+
     def _spawn(self, spawn: Callable[[], WorkerProc]) -> WorkerProc:
         self.spawned += 1
         return spawn()

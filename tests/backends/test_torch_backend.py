@@ -70,6 +70,27 @@ def test_cpu_fp32_matches_the_module_forward():
     session.close()
 
 
+def test_a_warm_worker_copies_its_kept_model_and_gets_the_same_outputs(monkeypatch):
+    from edgebench.backends import torch_backend
+
+    built = []
+    real = torch_backend.build_torch_model
+    monkeypatch.setattr(torch_backend, "build_torch_model", lambda spec, seed: built.append(seed) or real(spec, seed))
+    monkeypatch.setattr(torch_backend, "_KEPT", {})
+    monkeypatch.setattr(torch_backend, "_KEEP_BUILDS", False)
+    TorchBackend.preload("cpu")  # what a warm worker runs first
+    assert torch_backend._KEEP_BUILDS is True
+    first, s1 = run_session(cfg("fp32"), X)
+    second, s2 = run_session(cfg("fp32", batch=2), X[:2])  # the next row: another batch
+    assert built == [0]  # built once; the second session got a copy
+    kept = next(iter(torch_backend._KEPT.values()))
+    assert s1._model is not s2._model and s1._model is not kept
+    np.testing.assert_allclose(second, reference(X[:2]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(first, reference(X), rtol=1e-5, atol=1e-6)
+    run_session(cfg("fp32"), X, seed=3)  # other weights: built, and the kept one replaced
+    assert built == [0, 3] and len(torch_backend._KEPT) == 1
+
+
 def test_weights_follow_the_artifact_seed():
     out0, _ = run_session(cfg("fp32"), X, seed=0)
     out1, _ = run_session(cfg("fp32"), X, seed=1)

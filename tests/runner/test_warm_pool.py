@@ -117,3 +117,18 @@ def test_pool_key(gpu_sharing, mode, keyed):
     if keyed:
         assert pool_key(make_cfg(4, batch=64, mode=mode, gpu_sharing=gpu_sharing)) == pool_key(cfg)
         assert pool_key(make_cfg(2, precision="fp16", mode=mode)) != pool_key(cfg)
+
+
+def test_prewarmed_workers_are_the_ones_the_row_takes():
+    from edgebench.runner.orchestrator import prewarm
+
+    cfg = make_cfg(2)
+    with WarmPool({pool_key(cfg): 3}) as pool:
+        prewarm(cfg, prepare(cfg), pool)
+        started = sorted(w.pid for w in pool.idle)
+        assert len(started) == 3 and pool.spawned == 3
+        prewarm(cfg, prepare(cfg), pool)  # the key it already holds: nothing more
+        assert pool.spawned == 3
+        out = run_instances(cfg, prepare(cfg), pool=pool)
+        assert out.status == "ok", out.reason
+        assert set(pids_of(out)) <= set(started) and pool.spawned == 3
