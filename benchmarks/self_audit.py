@@ -7,6 +7,9 @@ B side ("bare"): benchmarks/bare_loop.py in a separate process and session (no e
 ONNX file the A row measured, or the torchvision model in torch, with the row's threads, warm-up and window length.
 Pairs run A B, B A, A B ... (ABBA order: drift hits both alike); the result is the median of the per-pair ratios
 edgebench/bare with a percentile-bootstrap interval (edgebench.runner.interleave.bootstrap_median_ci).
+Diagnostic next to it: steady_ips, each side's median rate over ~1 ms intervals (bare_loop.steady_ips; edgebench's
+from the row's per-inference end times), and their ratio: what each loop costs per inference when nothing preempts
+it, so a per-inference harness cost shows even on a busy machine, where the throughput ratio is mostly noise.
 
     python benchmarks/self_audit.py --backend ort --model tiny_cnn --pairs 4 --duration-s 1
     python benchmarks/self_audit.py --device dgpu --backend torch --model resnet50 --precision fp16 --batch 64
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import subprocess
 import sys
@@ -28,6 +32,8 @@ from pathlib import Path
 from edgebench.runner.interleave import bootstrap_median_ci
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bare_loop import MARK_S, marks_from_ends, steady_ips  # noqa: E402  (edgebench-free helpers, one definition)
 
 
 def edgebench_command() -> list[str]:
@@ -49,12 +55,24 @@ def run_edgebench(args: argparse.Namespace, out: Path) -> dict:
         raise SystemExit(f"self_audit: expected one measured row in {run_dir}, got "
                          f"{[(r.get('status'), r.get('reason')) for r in rows]}")
     row = rows[0]
-    doc = json.loads(next((run_dir / "rows").glob("*/row.json")).read_text())
+    row_dir = next((run_dir / "rows").glob("*/row.json")).parent
+    doc = json.loads((row_dir / "row.json").read_text())
     placement = doc["config"]["placements"][0]
-    return {"ips": float(row["throughput_ips"]), "status": row["status"], "reason": row["reason"],
+    return {"ips": float(row["throughput_ips"]), "steady_ips": edgebench_steady_ips(row_dir, args.batch), "status": row["status"], "reason": row["reason"],
             "threads": int(row["threads_per_instance"]), "window_s": float(row["window_s"]),
             "warmup_s": float(row["warmup_s"]), "onnx": doc["artifact"]["path"], "placement": placement,
             "probe": row.get("probe", ""), "command": " ".join(cmd)}
+
+
+def edgebench_steady_ips(row_dir: Path, batch: int) -> float | None:
+    """steady_ips of the row's instance 0, from its per-inference end times (latencies.csv.gz), as bare_loop
+    computes its own; None when the row kept no latencies."""
+    path = row_dir / "latencies.csv.gz"
+    if not path.exists():
+        return None
+    with gzip.open(path, "rt") as fh:
+        ends_s = sorted(int(r["end_ns"]) / 1e9 for r in csv.DictReader(fh) if r["instance"] == "0")
+    return steady_ips(marks_from_ends(ends_s, MARK_S), batch) or None
 
 
 def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dict:
@@ -72,7 +90,8 @@ def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dic
     if proc.returncode != 0:
         raise SystemExit(f"self_audit: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"ips": float(got["throughput_ips"]), "inferences": got["inferences"], "command": " ".join(cmd)}
+    return {"ips": float(got["throughput_ips"]), "steady_ips": got.get("steady_ips"), "inferences": got["inferences"],
+            "command": " ".join(cmd)}
 
 
 def _bare_env() -> dict:
@@ -108,14 +127,21 @@ def audit(args: argparse.Namespace) -> dict:
                 got[side] = run_edgebench(args, work / f"pair{i}")
             if side == "a" and not ref:
                 ref = got["a"]
+        steady_a, steady_b = got["a"].get("steady_ips"), got["b"].get("steady_ips")
         pairs.append({"pair": i, "order": "".join(order), "edgebench_ips": got["a"]["ips"],
                       "bare_ips": got["b"]["ips"], "ratio": got["a"]["ips"] / got["b"]["ips"],
+                      "edgebench_steady_ips": steady_a, "bare_steady_ips": steady_b,
+                      "steady_ratio": steady_a / steady_b if steady_a and steady_b else None,
                       "edgebench_status": got["a"]["status"], "edgebench_reason": got["a"]["reason"]})
         print(json.dumps(pairs[-1]), flush=True)
     median, low, high = bootstrap_median_ci([p["ratio"] for p in pairs], confidence=args.confidence)
+    steady = [p["steady_ratio"] for p in pairs if p["steady_ratio"]]
+    steady_ci = bootstrap_median_ci(steady, confidence=args.confidence) if len(steady) == len(pairs) else None
     return {"a_side": args.a_side, "device": args.device, "backend": args.backend, "model": args.model, "precision": args.precision,
             "batch": args.batch, "threads": ref["threads"], "placement": ref["placement"], "window_s": ref["window_s"],
             "pairs": pairs, "ratio_median": median, "ratio_low": low, "ratio_high": high,
+            "steady_ratio_median": steady_ci[0] if steady_ci else None,
+            "steady_ratio_low": steady_ci[1] if steady_ci else None, "steady_ratio_high": steady_ci[2] if steady_ci else None,
             "confidence": args.confidence, "edgebench_command": ref["command"], "probe": ref["probe"],
             "wall_s": time.monotonic() - t0}
 
@@ -146,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {rec['a_side']} | {rec['device']} | {rec['backend']} | {rec['model']} | {rec['precision']} | {rec['batch']} | "
           f"{rec['threads']} | {len(rec['pairs'])} | {mean_a:.1f} | {mean_b:.1f} | {rec['ratio_median']:.3f} | "
           f"[{rec['ratio_low']:.3f}, {rec['ratio_high']:.3f}] |")
+    if rec["steady_ratio_median"] is not None:
+        print(f"steady (median ~{MARK_S * 1e3:g} ms rate, preemption-robust diagnostic): ratio "
+              f"{rec['steady_ratio_median']:.3f} [{rec['steady_ratio_low']:.3f}, {rec['steady_ratio_high']:.3f}]")
     return 0
 
 

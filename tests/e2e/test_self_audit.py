@@ -4,6 +4,8 @@ interleaved; fails when the upper bound of the edgebench/bare throughput ratio d
 
 from __future__ import annotations
 
+import csv
+import gzip
 import importlib.util
 import json
 import subprocess
@@ -28,6 +30,9 @@ def test_ort_cpu_edgebench_keeps_up_with_a_bare_loop(tmp_path):
     assert len(rec["pairs"]) == 3 and [p["order"] for p in rec["pairs"]] == ["ab", "ba", "ab"]
     assert all(p["edgebench_ips"] > 0 and p["bare_ips"] > 0 for p in rec["pairs"])
     assert rec["ratio_low"] <= rec["ratio_median"] <= rec["ratio_high"]
+    # the preemption-robust diagnostic comes from both sides' own timestamps: edgebench's latencies.csv.gz, bare's marks
+    assert all(p["edgebench_steady_ips"] > 0 and p["bare_steady_ips"] > 0 for p in rec["pairs"])
+    assert rec["steady_ratio_low"] <= rec["steady_ratio_median"] <= rec["steady_ratio_high"]
     assert "bench --device host" in rec["edgebench_command"]  # the shipped profile, as a user runs it
     assert rec["probe"].startswith("row 0 (batch 1")  # its accuracy pass ran in a probe process
     assert rec["ratio_high"] >= RATIO_FLOOR, (
@@ -39,3 +44,71 @@ def test_the_bare_loop_imports_no_edgebench():
     text = (REPO / "benchmarks" / "bare_loop.py").read_text()
     assert "edgebench" not in "\n".join(line for line in text.splitlines()
                                          if line.lstrip().startswith(("import ", "from ")))
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    """A benchmarks/ script as a module (self_audit imports bare_loop by name, so benchmarks/ goes on sys.path)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_audit_{name}", REPO / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+
+
+def test_steady_ips_is_the_unpreempted_rate_and_ignores_a_preempted_interval():
+    bare = _load("bare_loop")
+    # 20 inferences per 1 ms (20,000/s), except one interval of 30 ms in which the loop got 20 inferences done
+    marks = [(0, 0.0)]
+    for _ in range(10):
+        n, t = marks[-1]
+        marks.append((n + 20, t + 0.001))
+    n, t = marks[-1]
+    marks.append((n + 20, t + 0.030))
+    throughput = marks[-1][0] / marks[-1][1]
+    assert throughput < 6000  # the window's plain rate is dominated by the preempted interval
+    assert abs(bare.steady_ips(marks, batch=1) - 20_000) < 1e-6
+    assert abs(bare.steady_ips(marks, batch=4) - 80_000) < 1e-6
+    assert bare.steady_ips([(0, 0.0)], batch=1) == 0.0  # no interval: no rate, not a division by zero
+
+
+def test_marks_from_ends_are_the_marks_the_bare_loop_would_have_taken():
+    bare = _load("bare_loop")
+    ends = [i * 50e-6 for i in range(401)]  # an inference every 50 us for 20 ms
+    marks = bare.marks_from_ends(ends, 0.001)
+    assert marks[0] == (0, 0.0)
+    steps = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
+    # the first end at or past each 1-ms mark, as the loop's `t >= t_next` (20, or 21 where float rounding puts the
+    # 20th end a hair before the mark)
+    assert set(steps) <= {20, 21} and 20 in steps and len(marks) >= 18
+    assert abs(bare.steady_ips(marks, 1) - 20_000) < 1e-3
+    assert bare.marks_from_ends([], 0.001) == []
+
+
+def test_the_edgebench_side_reads_its_steady_rate_from_instance_0s_latencies(tmp_path):
+    audit = _load("self_audit")
+    with gzip.open(tmp_path / "latencies.csv.gz", "wt", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["instance", "placement", "start_ns", "end_ns"])
+        for i in range(2000):  # instance 0: 25 us each; instance 1 (not the audited one): 1 ms each
+            out.writerow([0, "cpu", 1_000_000 + i * 25_000, 1_000_000 + i * 25_000 + 24_000])
+            out.writerow([1, "cpu", 1_000_000 + i * 1_000_000, 1_000_000 + i * 1_000_000 + 999_000])
+    assert abs(audit.edgebench_steady_ips(tmp_path, batch=2) - 80_000) < 1.0
+    assert audit.edgebench_steady_ips(tmp_path / "missing", batch=1) is None
+
+
+def test_the_call_path_ab_runs_every_variant_on_a_real_session(tiny_onnx, tmp_path):
+    """benchmarks/cpu_call_path_ab.py end to end on the exported tiny_cnn (2 rounds of 20 ms: the record's shape,
+    not its numbers; the numbers are in docs/results/self-audit-cpu.md)."""
+    out = tmp_path / "ab.json"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "cpu_call_path_ab.py"), "--onnx",
+                           str(tiny_onnx.path), "--rounds", "2", "--slice-s", "0.02", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rec = json.loads(out.read_text())
+    assert set(rec["variants"]) == {"bare", "edgebench", "bare_step+measure", "infer+bare_loop",
+                                    "eb_options+bare_loop", "measure_no_stores"}
+    assert all(v["cpu_ns"] > 0 and v["wall_ns"] > 0 for v in rec["variants"].values())
+    assert rec["variants"]["bare"]["cpu_diff_ns"] == [0.0, 0.0, 0.0]  # the reference against itself
