@@ -4,7 +4,6 @@ real instance processes, real results.csv. Plus the model specs for a transforme
 
 from __future__ import annotations
 
-import csv
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import one_row, run
 from repo_paths import REPO
 
 pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime")
@@ -73,18 +73,6 @@ def _conv_classifier(path: Path, batch: int | str) -> Path:
     onnx.checker.check_model(model)
     onnx.save(model, path)
     return path
-
-
-def run(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgebench", "run", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=600)
-
-
-def one_row(out: Path) -> dict:
-    (run_dir,) = [d for d in out.iterdir() if d.is_dir()]
-    with open(run_dir / "results.csv", newline="") as fh:
-        (row,) = list(csv.DictReader(fh))
-    return row
 
 
 def assert_ok_with_accuracy(out: subprocess.CompletedProcess, runs: Path, outputs: str) -> dict:

@@ -5,15 +5,13 @@ processes, real results.csv, the row's status, shapes, notes and accuracy assert
 
 from __future__ import annotations
 
-import csv
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import odd_models
 import pytest
+from cli_runs import one_row, run
 from repo_paths import REPO
 
 pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime")
@@ -49,18 +47,6 @@ def files(tmp_path_factory) -> dict[str, Path]:
         return paths
     paths["gru"] = odd_models.gru_with_state(out / "gru.onnx")
     return paths
-
-
-def run(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgebench", "run", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=600)
-
-
-def one_row(out: Path) -> dict:
-    (run_dir,) = [d for d in out.iterdir() if d.is_dir()]
-    with open(run_dir / "results.csv", newline="") as fh:
-        (row,) = list(csv.DictReader(fh))
-    return row
 
 
 def ok_row(env: dict, profile: Path, out: Path, *args: str, fp32_exact: bool) -> dict:

@@ -7,10 +7,10 @@ import dataclasses
 import os
 
 import pytest
+from runner.test_runner import assert_all_gone, make_cfg, prepare
 
 from edgebench.runner.orchestrator import run_instances
 from edgebench.runner.warm_pool import WarmPool, pool_key
-from runner.test_runner import assert_all_gone, make_cfg, prepare
 
 
 def alive(pid: int) -> bool:
