@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,29 +103,32 @@ def load_run(path: Path | str) -> Run:
                              f"empty in its {up.get('rows')} earlier row(s): {', '.join(up.get('empty_columns') or {})}")
         except (OSError, json.JSONDecodeError, AttributeError) as exc:
             run.notes.append(f"{upgrade_note}: unreadable ({exc})")
-    system_path = path / "system.json"
-    if (problem := link_problem(path, system_path)) is not None:
-        run.notes.append(f"{problem}; not read")
-    elif system_path.exists():
-        try:
-            run.system = json.loads(system_path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            run.notes.append(f"{system_path}: unreadable ({exc})")
-    else:
-        run.notes.append(f"{system_path.name} absent: system info not recorded for this run")
-    profile_path = path / "profile.yaml"
-    if (problem := link_problem(path, profile_path)) is not None:
-        run.notes.append(f"{problem}; not read")
-    elif profile_path.exists():
-        try:
-            import yaml
-
-            run.profile = yaml.safe_load(profile_path.read_text()) or {}
-        except Exception as exc:  # noqa: BLE001 - an unreadable profile is reported, not fatal
-            run.notes.append(f"{profile_path}: unreadable ({type(exc).__name__}: {exc})")
-    else:
-        run.notes.append(f"{profile_path.name} absent: profile not recorded for this run")
+    run.system = _side_file(path, "system.json", json.loads, "system info", run.notes)
+    run.profile = _side_file(path, "profile.yaml", _yaml_mapping, "profile", run.notes)
     return run
+
+
+def _yaml_mapping(text: str) -> Any:
+    import yaml
+
+    return yaml.safe_load(text) or {}
+
+
+def _side_file(folder: Path, name: str, parse: Callable[[str], Any], what: str, notes: list[str]) -> Any:
+    """A run folder's side file parsed, or None with a note saying why (a link that leaves the folder, unreadable,
+    absent); never a guess."""
+    path = folder / name
+    if (problem := link_problem(folder, path)) is not None:
+        notes.append(f"{problem}; not read")
+        return None
+    if not path.exists():
+        notes.append(f"{name} absent: {what} not recorded for this run")
+        return None
+    try:
+        return parse(path.read_text())
+    except Exception as exc:  # noqa: BLE001 - an unreadable side file is reported, not fatal (yaml has its own errors)
+        notes.append(f"{path}: unreadable ({type(exc).__name__}: {exc})")
+        return None
 
 
 def profile_name(run: Run) -> str:

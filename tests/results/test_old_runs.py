@@ -115,3 +115,24 @@ def test_resume_upgrades_the_old_results_csv_and_runs_what_is_missing(tmp_path):
     assert new["status"] in ("ok", "invalid") and float(new["throughput_ips"]) > 0
     run_read = load_run(run)
     assert any("upgraded by --resume from edgebench 0.1.0" in n for n in run_read.notes)
+
+
+def test_side_files_absent_unreadable_or_outside_the_folder_are_stated_not_guessed(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "old_run_d8ecd54", run)
+    good = load_run(run)
+    assert good.system and good.profile and not any("system.json" in n or "profile.yaml" in n for n in good.notes)
+
+    (run / "system.json").write_text("{not json")
+    (run / "profile.yaml").unlink()
+    notes = load_run(run).notes
+    assert any(n.startswith(f"{run / 'system.json'}: unreadable (JSONDecodeError") for n in notes), notes
+    assert "profile.yaml absent: profile not recorded for this run" in notes
+    assert load_run(run).system is None and load_run(run).profile is None
+
+    outside = tmp_path / "elsewhere.yaml"
+    outside.write_text("name: not-this-run\n")
+    (run / "profile.yaml").symlink_to(outside)
+    confined = load_run(run)
+    assert confined.profile is None
+    assert any("profile.yaml" in n and n.endswith("; not read") for n in confined.notes), confined.notes
