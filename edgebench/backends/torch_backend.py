@@ -307,6 +307,10 @@ class TorchSession:
         if self._stream is not None:
             self._stream.synchronize()
         self._graph = self._xs = self._y = self._model = None
+        if self._compiled:  # a warm worker's next row compiles its own batch from scratch, as a fresh process does;
+            import torch  # with dynamo's cache kept it would mark the batch dynamic and run a generic graph
+
+            torch._dynamo.reset()
         if self.device.type == "cuda":  # a warm worker's next row starts with an empty cache, like a fresh process
             import gc
 

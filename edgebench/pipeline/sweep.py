@@ -32,7 +32,7 @@ from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.results.reader import HEADER_LINE
 from edgebench.results.row import RowParts, Verdict, assemble_row, identity
-from edgebench.runner.warm_pool import WarmPool, pool_key
+from edgebench.runner.warm_pool import WarmPool, block_needs, pool_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
@@ -75,16 +75,12 @@ def run_sweep(
 
 @contextlib.contextmanager
 def _pool_for(planned: list[PlannedRun], profile: Profile, given: WarmPool | None) -> Iterator[WarmPool | None]:
-    """The caller's pool; else, with run.workers: warm, a pool sized for the plan (the most instances any row of
-    a pool key runs), retired on the way out; else None (fresh processes for every row)."""
+    """The caller's pool; else, with run.workers: warm, a pool retired on the way out; else None (fresh processes for
+    every row). _run_rows tells the pool what each block of rows of one key needs (warm_pool.block_needs)."""
     if given is not None or profile.run.get("workers", "warm") != "warm":
         yield given
         return
-    sizes: dict[Any, int] = {}
-    for p in planned:
-        if p.skip_reason is None and (key := pool_key(p.cfg)) is not None:
-            sizes[key] = max(sizes.get(key, 0), p.cfg.instances)
-    with WarmPool(sizes) as pool:
+    with WarmPool() as pool:
         yield pool
 
 
@@ -95,6 +91,8 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
     done = store.done_hashes()
     next_index = len(store.rows())
     written: list[dict[str, Any]] = []
+    needs = block_needs([p.cfg if p.skip_reason is None and p.cfg.config_hash() not in done else None
+                         for p in planned])
     thermal = Thermal(profile.cooldown, gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
     for i, p in enumerate(planned):
         cfg = p.cfg
@@ -111,6 +109,8 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             else:
                 if on_start:
                     on_start(i, len(planned), cfg)
+                if pool is not None and (key := pool_key(cfg)) is not None:
+                    pool.expect(key, needs[i])
                 parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool)
             row = _assemble(parts, row_dir)
             store.append(row)  # whole line or nothing (results/store.py)

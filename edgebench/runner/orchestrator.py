@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
-from edgebench.runner.warm_pool import WarmPool, kill_group, pool_key
+from edgebench.runner.warm_pool import WarmPool, kill_group, pool_key, run_identity
 from edgebench.runner.workdirs import make_workdir
 from edgebench.runner.worker_proc import WorkerProc, spawn_worker
 
@@ -55,6 +55,7 @@ POLL_S = 0.01  # how often the orchestrator looks at messages, exits and the inf
 MEASURE_POLL_MAX_S = 0.5  # during the window, before duration_s: longest block (faults still wake it)
 MEASURE_POLL_S = 0.05  # during the window, after duration_s: how often the inference counters are read
 TERM_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+SETTLE_MARGIN_S = 5.0  # spare warm workers still importing this close to an instance's barrier_timeout_s are retired
 
 
 @dataclass
@@ -121,6 +122,8 @@ def run_instances(
         probe = run_probe(cfg, prepared, accuracy_inputs, child_env=child_env)
         probe_s = probe.seconds
     key = pool_key(cfg) if pool is not None and not child_env else None
+    if pool is not None and key is None:
+        pool.close()  # MPS / streams rows start fresh processes: the last key's idle workers do not stay resident
     run = _Run(cfg, prepared, samplers, on_measure_start, dict(child_env or {}), pool if key is not None else None, key)
     try:
         outcome = run.execute()
@@ -253,8 +256,11 @@ class _Run:
         if self.fault is not None:
             return self._failed()
 
-        if self.pool is not None:  # spare warm workers finish importing before any window starts
-            self.notes += self.pool.settle(deadline)
+        if self.pool is not None:  # spare warm workers finish importing before any window starts, and before the
+            # first ready instance gives up on the start signal (barrier_timeout_s after it said ready)
+            first_ready_ns = self.phase_seen_ns.get("first_ready", deadline)
+            cap = first_ready_ns + int(max(cfg.barrier_timeout_s - SETTLE_MARGIN_S, 0.0) * 1e9)
+            self.notes += self.pool.settle(min(deadline, cap))
         pids = self._pids()
         for sampler in self.samplers:
             sampler.watch_pids(list(pids))
@@ -398,7 +404,7 @@ class _Run:
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
         if self.pool is not None and self.key is not None:
             spawn = functools.partial(_spawn_warm, self.ctx, cfg, self.prepared.backend, self.child_env)
-            workers = self.pool.take(self.key, cfg.placements, spawn)
+            workers = self.pool.take(self.key, cfg.placements, spawn, run_identity(cfg))
         else:
             workers = [spawn_worker(self.ctx, len(g), cfg.threads_per_instance, self.child_env, os.getpid(),
                                     f"edgebench-instance-{g[0]}" if len(g) == 1 else "edgebench-streams")
@@ -471,13 +477,19 @@ class _Run:
 
     def _handle(self, msg: tuple[Any, ...]) -> None:
         kind, i = msg[0], msg[1]
-        if kind in ("primed", "idle"):
+        if kind in ("primed", "idle", "retire"):
             for child in self.children:
-                if kind == "idle" and child.instances[0] == i:
-                    child.idle = True
+                if kind in ("idle", "retire") and child.instances[0] == i:
+                    child.idle = True  # done with the row; a retiring one then exits (give_back retires it)
+                    child.w.unfit = kind == "retire"
                 elif kind == "primed" and child.proc.pid == i:
                     child.w.primed = True
+            if kind == "retire":
+                self.notes.append(f"{self._who(i)}: its session did not close cleanly ({msg[2]}); that worker process "
+                                  "was retired, not reused")
             return
+        if kind == "ready":
+            self.phase_seen_ns.setdefault("first_ready", time.monotonic_ns())
         if kind in ("phase", "ready"):
             self.phase_seen_ns[msg[2] if kind == "phase" else kind] = time.monotonic_ns()  # the last instance's
         if kind == "phase":

@@ -236,10 +236,12 @@ def run_instance(
     counts: memoryview,
     workdir: str,
     parent_pid: int | None = None,
+    on_close_error: Callable[[str], None] | None = None,
 ) -> bool:
     """One instance from open to its timestamps on disk, then its session closed. Reports every failure; returns
     True when done. `counts[slot]` is its inference counter; `wait_start(barrier_timeout_s)` returns when the
-    orchestrator gives the start signal (and raises when it does not come in time)."""
+    orchestrator gives the start signal (and raises when it does not come in time). A session that fails to close
+    does not change the result already sent; `on_close_error` hears of it (a warm worker then leaves the pool)."""
     import numpy as np
 
     phase = "open"
@@ -288,8 +290,9 @@ def run_instance(
         if session is not None:
             try:
                 session.close()
-            except Exception:  # noqa: BLE001 - closing after the result is sent cannot change it
-                pass
+            except Exception as exc:  # noqa: BLE001 - closing after the result is sent cannot change it
+                if on_close_error is not None:
+                    on_close_error(describe(exc))
 
 
 def exit_now(code: int) -> None:

@@ -9,6 +9,7 @@ Parent -> worker, over the worker's own duplex pipe:
 Worker -> parent: run_instance's messages, plus
   ("primed", pid)        a warm worker's framework is imported (sent once, before any job)
   ("idle", i)            the job of which instance i is the first is over and its sessions are closed
+  ("retire", i, text)    a session of that job failed to close: the worker leaves instead of going idle
 Every worker has its own shared stop flag (one byte) and inference counters (one int64 per instance slot),
 made before it starts and reused by each of its jobs; the orchestrator zeroes them before sending a job.
 
@@ -43,6 +44,8 @@ class WorkerProc:
     rows: int = 0  # rows this process finished before (0: a fresh process)
     placement: str = ""  # what its last job ran on (a warm worker is given the same placement again)
     primed: bool = False
+    unfit: bool = False  # said it must not be reused (a session that did not close)
+    ran: set[str] = field(default_factory=set)  # run_identity of every row it finished (never given one again)
     own_group: bool = False  # it has called setsid (it sent a message, or getpgid said so)
     exited: bool = False
     stop: memoryview = field(init=False, repr=False)
@@ -108,8 +111,11 @@ def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: i
             worker.exit_now(0)
         _, cfg, prepared, instances, workdir, keep = msg
         os.environ.update(worker.thread_env(cfg.threads_per_instance))
-        ok = run_job(cfg, prepared, instances, workdir, conn, send, stop, counts, parent_pid)
-        if not (ok and keep):
+        close_errors: list[str] = []
+        ok = run_job(cfg, prepared, instances, workdir, conn, send, stop, counts, parent_pid, close_errors.append)
+        if ok and keep and close_errors:  # its state is unknown: never reused
+            send(("retire", instances[0], "; ".join(close_errors)))
+        if not (ok and keep) or close_errors:
             conn.close()
             worker.exit_now(0 if ok else 1)
         send(("idle", instances[0]))
@@ -123,12 +129,12 @@ def preload_backend(backend: str, device: str) -> None:
 
 
 def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, conn: Any, send: Any,
-            stop: memoryview, counts: memoryview, parent_pid: int) -> bool:
+            stop: memoryview, counts: memoryview, parent_pid: int, on_close_error: Any = None) -> bool:
     """The job's instances: one on this thread (mode "process"), else one thread each (mode "streams") while this
     thread waits for the start signal and passes it on. True when every instance finished."""
     if len(instances) == 1:
         return worker.run_instance(instances[0], 0, cfg, prepared, send, lambda timeout_s: wait_go(conn, timeout_s),
-                                   stop, counts, workdir, parent_pid)
+                                   stop, counts, workdir, parent_pid, on_close_error)
     go = threading.Event()
     failed: list[BaseException] = []
 
@@ -139,7 +145,8 @@ def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, c
     results: dict[int, bool] = {}
 
     def target(slot: int, i: int) -> None:
-        results[i] = worker.run_instance(i, slot, cfg, prepared, send, wait_start, stop, counts, workdir, parent_pid)
+        results[i] = worker.run_instance(i, slot, cfg, prepared, send, wait_start, stop, counts, workdir, parent_pid,
+                                         on_close_error)
 
     threads = [threading.Thread(target=target, args=(slot, i), name=f"instance-{i}", daemon=True)
                for slot, i in enumerate(instances)]

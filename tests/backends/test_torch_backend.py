@@ -312,3 +312,16 @@ class TestOnCuda:
             assert tl.counter_delta("energy_total_mj", start, end) > 0
         assert "throttle_reasons" in tl.channels
         print("nvml window:", throttle_summary(tl, start, end), tl.notes)
+
+
+def test_closing_a_compiled_session_resets_dynamo_so_the_next_row_compiles_its_own_batch(monkeypatch):
+    resets = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: resets.append(1))
+    _, plain = run_session(cfg("fp32"), X)
+    plain.close()
+    assert resets == []
+    backend = TorchBackend()
+    session = backend.open(backend.prepare(cfg("fp32", compile="default"), artifact(), cache=None),
+                           Placement(device="cpu", instance=0, threads=1))
+    session.close()  # never ran: nothing compiled, but a warm worker's dynamo cache must not outlive the session
+    assert resets == [1]

@@ -132,3 +132,73 @@ def test_prewarmed_workers_are_the_ones_the_row_takes():
         out = run_instances(cfg, prepare(cfg), pool=pool)
         assert out.status == "ok", out.reason
         assert set(pids_of(out)) <= set(started) and pool.spawned == 3
+
+
+def test_each_repeat_of_a_config_gets_processes_of_its_own():
+    with WarmPool() as pool:
+        r0 = row(pool, 1, batch=2, repeat=0)
+        r1 = row(pool, 1, batch=2, repeat=1)  # the same config again: never in a process that ran it
+        other = row(pool, 1, batch=4, repeat=0)  # another batch: either process may take it
+        assert r0.status == r1.status == other.status == "ok"
+        assert pids_of(r0) != pids_of(r1) and r1.workers == "warm: 0 of 1 reused"
+        assert other.workers == "warm: 1 of 1 reused" and pids_of(other)[0] in pids_of(r0) + pids_of(r1)
+
+
+def test_a_worker_whose_session_did_not_close_is_retired_with_a_note():
+    cfg = make_cfg(1)
+    prepared = dataclasses.replace(prepare(cfg), backend="preload_fail_backend:CloseFails")
+    with WarmPool() as pool:
+        first = run_instances(cfg, prepared, pool=pool)
+        assert first.status == "ok", first.reason  # the window's result stands
+        assert any("did not close cleanly" in n and "illegal memory access" in n for n in first.notes), first.notes
+        assert pool.idle == []
+        assert_all_gone(pids_of(first))
+        second = row(pool, 1)
+        assert second.status == "ok" and second.workers == "warm: 0 of 1 reused"
+
+
+def test_an_idle_worker_found_dead_is_replaced_not_handed_to_the_row():
+    with WarmPool() as pool:
+        first = row(pool, 1)
+        os.kill(pids_of(first)[0], 9)
+        pool.idle[0].proc.join(5)
+        second = row(pool, 1, batch=4)
+        assert second.status == "ok", second.reason
+        assert pids_of(second) != pids_of(first) and second.workers == "warm: 0 of 1 reused"
+
+
+def test_a_row_that_cannot_reuse_workers_retires_the_idle_ones():
+    with WarmPool() as pool:
+        first = row(pool, 2)
+        streams = row(pool, 2, mode="streams")
+        assert first.status == streams.status == "ok"
+        assert_all_gone(pids_of(first))  # not resident through the streams row
+        assert pool.idle == [] and pool.key is None
+
+
+def test_block_needs_counts_consecutive_rows_of_a_key_and_their_repeats():
+    from edgebench.runner.warm_pool import block_needs
+
+    a = [make_cfg(n, batch=b, repeat=r) for b in (1, 2) for n in (1, 2) for r in (0, 1, 2)]
+    assert block_needs(a) == [6] * 12  # 2 instances x 3 repeats
+    other = make_cfg(1, options={"sleep_s": 0.0001})
+    assert block_needs([make_cfg(1), other, make_cfg(2)]) == [1, 1, 2]  # alternating keys: blocks of one
+    assert block_needs([make_cfg(1), None, make_cfg(4)]) == [4, 0, 4]  # a row that will not run does not split it
+    assert block_needs([make_cfg(2, mode="streams"), make_cfg(1)]) == [0, 1]
+
+
+def test_a_spare_not_primed_by_the_deadline_is_retired_with_a_note():
+    import multiprocessing
+    import time
+
+    from edgebench.runner.worker_proc import spawn_worker
+
+    ctx = multiprocessing.get_context("spawn")
+    slow = spawn_worker(ctx, 1, 1, {}, os.getpid(), "test-spare", preload=("preload_fail_backend:SlowPreload", "cpu"))
+    pool = WarmPool()
+    pool.idle = [slow]
+    t0 = time.monotonic()
+    notes = pool.settle(time.monotonic_ns() + int(0.5e9))
+    assert time.monotonic() - t0 < 5  # waited for the deadline, not for the import
+    assert notes == [f"spare worker (pid {slow.pid}) not primed in time; retired"]
+    assert pool.idle == [] and slow.proc.exitcode is not None
