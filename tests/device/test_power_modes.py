@@ -229,7 +229,7 @@ def run_fake_sweep(board: Board, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     prof = profile({"modes": modes, "allow_changes": True, "settle_s": 0.0})
     planned = expand(prof, Env.detect())
 
-    def fake_execute(cfg, profile, models, row_dir, idle_power_w=None):
+    def fake_execute(cfg, profile, models, row_dir, idle_power_w=None, pool=None):
         return RowParts(verdict=Verdict(judged=("ok", f"ran in {board.state()['modes'][str(board.state()['mode'])]}")))
 
     monkeypatch.setattr(sweep, "execute", fake_execute)
