@@ -69,7 +69,7 @@ COLUMNS: list[Column] = [
     Column("inferences", "batches",
            "inferences completed inside the window, all instances; one inference = one batch (not one sample)"),
     Column("samples", "samples", "input samples completed inside the window: inferences * batch"),
-    Column("warmup_s", "s", "warm-up each instance ran before the barrier"),
+    Column("warmup_s", "s", "warm-up each instance ran before the start signal"),
     Column("setup_s", "s", "the row's wall time outside its measured window and warm-up (export, precision, "
                            "prepare, probe, spawn, load, collect, accuracy, write; per phase in row.json 'phases')"),
     Column("probe", "", "which probe process the accuracy_* and tensor_core_* columns come from: 'row 3 (batch 1, "
