@@ -22,7 +22,6 @@ Each probe is a row of results.csv (fsynced as usual, so --resume reuses finishe
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import get_backend
 from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
-from edgebench.pipeline.sweep import run_sweep
+from edgebench.pipeline.sweep import run_sweep, worker_pool
 from edgebench.runner.load import P99_FLOOR
 from edgebench.runner.warm_pool import WarmPool
 
@@ -220,8 +219,7 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
         groups.setdefault(search_key(p.cfg), []).append(p.cfg)
     max_streams = int(profile.run.get("max_streams", 64))
     results = []
-    with contextlib.ExitStack() as stack:  # one warm pool for every probe of every search (run.workers: warm)
-        pool = stack.enter_context(WarmPool()) if profile.run.get("workers", "warm") == "warm" else None
+    with worker_pool(profile) as pool:  # one warm pool for every probe of every search (run.workers: warm)
         for cfgs in groups.values():
             results.append(_search(cfgs, profile, env, run_dir, store, models, max_streams, on_row, on_start,
                                    idle_power_w, report, pool))

@@ -69,12 +69,12 @@ def run_sweep(
     done = store.done_hashes()
     todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
     with power_mode_session(todo, profile.power, profile.source) as power, \
-            _pool_for(planned, profile, pool) as workers:
+            worker_pool(profile, pool) as workers:
         return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, power, workers)
 
 
 @contextlib.contextmanager
-def _pool_for(planned: list[PlannedRun], profile: Profile, given: WarmPool | None) -> Iterator[WarmPool | None]:
+def worker_pool(profile: Profile, given: WarmPool | None = None) -> Iterator[WarmPool | None]:
     """The caller's pool; else, with run.workers: warm, a pool retired on the way out; else None (fresh processes for
     every row). _run_rows tells the pool what each block of rows of one key needs (warm_pool.block_needs)."""
     if given is not None or profile.run.get("workers", "warm") != "warm":

@@ -95,9 +95,7 @@ class WarmPool:
         """One worker per placement that has not run `identity` (run_identity) before: an idle one that last ran the
         same placement, else a never-used one, else a new one from `spawn()` (primed). Spares up to `sizes[key]` are
         started with them (see settle). Idle workers found dead are retired first."""
-        if key != self.key:
-            self.close()
-            self.key = key
+        self._hold(key)
         dead = [w for w in self.idle if w.proc.exitcode is not None]
         self.idle = [w for w in self.idle if w not in dead]
         retire(dead)
@@ -114,19 +112,26 @@ class WarmPool:
                 self.idle.remove(match)
             match.placement = placement
             chosen.append(match)
-        while len(self.idle) + len(chosen) < self.sizes.get(key, 0):
-            self.idle.append(self._spawn(spawn))
+        self._fill(self.sizes.get(key, 0) - len(chosen), spawn)
         self.identity = identity
         return chosen
 
     def prewarm(self, key: tuple[Any, ...], instances: int, spawn: Callable[[], WorkerProc]) -> None:
         """Start the workers a new key needs now (they import their framework while the row's probe runs); take()
         then finds them. Nothing happens for the key the pool already holds."""
-        if key == self.key:
-            return
-        self.close()
-        self.key = key
-        while len(self.idle) < max(instances, self.sizes.get(key, 0)):
+        if key != self.key:
+            self._hold(key)
+            self._fill(max(instances, self.sizes.get(key, 0)), spawn)
+
+    def _hold(self, key: tuple[Any, ...]) -> None:
+        """Make `key` the pool's key: another key's workers are retired."""
+        if key != self.key:
+            self.close()
+            self.key = key
+
+    def _fill(self, idle: int, spawn: Callable[[], WorkerProc]) -> None:
+        """Start workers until `idle` of them are idle."""
+        while len(self.idle) < idle:
             self.idle.append(self._spawn(spawn))
 
     def _spawn(self, spawn: Callable[[], WorkerProc]) -> WorkerProc:
