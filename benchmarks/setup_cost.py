@@ -74,16 +74,22 @@ def row_table(run_dir: Path) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_grid_arguments(ap: argparse.ArgumentParser, *, models: str, backends: str, batches: str,
+                       duration_s: float) -> None:
+    """The grid options profile_yaml and run_grid read (warm_vs_fresh.py takes the same grid)."""
     ap.add_argument("--device", default="host", help="profile the grid extends (host, dgpu, ...)")
-    ap.add_argument("--models", default="resnet18")
-    ap.add_argument("--backends", default="ort,torch")
+    ap.add_argument("--models", default=models)
+    ap.add_argument("--backends", default=backends)
     ap.add_argument("--precisions", default="fp32")
-    ap.add_argument("--batches", default="1,2,4,8")
+    ap.add_argument("--batches", default=batches)
     ap.add_argument("--instances", default="1,2")
     ap.add_argument("--warmup-s", type=float, default=0.5)
-    ap.add_argument("--duration-s", type=float, default=1.0)
+    ap.add_argument("--duration-s", type=float, default=duration_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_grid_arguments(ap, models="resnet18", backends="ort,torch", batches="1,2,4,8", duration_s=1.0)
     ap.add_argument("--out", help="folder for the run folders (default: a temporary one, removed)")
     ap.add_argument("--json", help="write the per-row phases here")
     args = ap.parse_args(argv)

@@ -249,14 +249,7 @@ def print_table(rec: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default="host", help="profile the grid extends (host, dgpu, ...)")
-    ap.add_argument("--models", default="tiny_cnn")
-    ap.add_argument("--backends", default="ort")
-    ap.add_argument("--precisions", default="fp32")
-    ap.add_argument("--batches", default="1,8")
-    ap.add_argument("--instances", default="1,2")
-    ap.add_argument("--warmup-s", type=float, default=0.5)
-    ap.add_argument("--duration-s", type=float, default=2.0)
+    setup_cost.add_grid_arguments(ap, models="tiny_cnn", backends="ort", batches="1,8", duration_s=2.0)
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--out", help="keep the profiles and run folders here (default: a temporary folder, removed)")
     ap.add_argument("--json", help="write the record (per-row ratios, intervals, statuses, setup_s, every row) here")
