@@ -1,13 +1,19 @@
-"""`edgebench run` in a subprocess and the one row it wrote: shared by the end-to-end tests of external ONNX files."""
+"""`edgebench run` in a subprocess, its environment, and the one row it wrote: shared by the end-to-end tests."""
 
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from repo_paths import REPO
+
+
+def cli_env(cache: Path) -> dict:
+    """This environment, with this checkout importable and its own artifact cache (one per test module)."""
+    return {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(cache)}
 
 
 def run(env: dict, *args: str) -> subprocess.CompletedProcess:

@@ -4,14 +4,13 @@ real instance processes, real results.csv. Plus the model specs for a transforme
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import one_row, run
+from cli_runs import cli_env, one_row, run
 from repo_paths import REPO
 
 pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime")
@@ -19,7 +18,7 @@ pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    return cli_env(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="module")

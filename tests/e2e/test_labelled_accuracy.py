@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import cli_env
 from repo_paths import REPO
 
 np = pytest.importorskip("numpy")
@@ -86,7 +86,7 @@ def digits(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def bench_run(digits, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("runs")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    env = cli_env(tmp_path_factory.mktemp("cache"))
     proc = subprocess.run(
         [sys.executable, "-m", "edgebench", "bench", "--device", "smoke", "--models", "small_cnn",
          "--precisions", "fp32,int8", "--backends", "ort,torch", "--batches", "4", "--instances", "1", "--duration", "0.3",

@@ -5,13 +5,12 @@ processes, real results.csv, the row's status, shapes, notes and accuracy assert
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import odd_models
 import pytest
-from cli_runs import one_row, run
+from cli_runs import cli_env, one_row, run
 from repo_paths import REPO
 
 pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime")
@@ -20,7 +19,7 @@ pytest.importorskip("onnx", reason="the test graphs are written with onnx.helper
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    return cli_env(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="module")

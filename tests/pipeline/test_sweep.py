@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runs import cli_env
 from repo_paths import REPO
 
 from edgebench.results.schema import COLUMNS
@@ -24,7 +25,7 @@ REQUIRED = ["model", "backend", "precision", "batch", "instances", "mode", "plac
 
 @pytest.fixture(scope="module")
 def cache_env(tmp_path_factory) -> dict:
-    return {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    return cli_env(tmp_path_factory.mktemp("cache"))
 
 
 def bench(env: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
