@@ -130,7 +130,11 @@ def test_killed_ssh_leaves_the_sweep_running_then_attach_and_fetch_get_all_rows(
     assert proc.returncode == 1, out
     assert "connection lost while following the sweep" in out and "edgebench remote attach --host board" in out
 
-    state = remote_state(board_dir)  # the sweep went on without its ssh connection
+    # the sweep went on without its ssh connection; its supervisor notes the run folder from the log every
+    # agent.POLL_S, so the line the follower saw may be a poll ahead of state.json
+    deadline = time.monotonic() + 10
+    while not (state := remote_state(board_dir))["run_dir"] and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert state["status"] in ("running", "finished") and state["run_dir"], state
     assert not (tmp_path / "remote-runs" / "board").exists() or not fetched_runs(tmp_path, "board")
 
