@@ -57,7 +57,7 @@ test-deps:
 	  else echo "test-deps: sshd or rsync missing and not root: tests/remote/test_remote.py will be skipped"; fi; \
 	fi
 
-# make remote HOST=user@board[,user@board2] DEVICE=orin ARGS="--models resnet50"  (see README "On boards")
+# make remote HOST=user@board[,user@board2] DEVICE=orin ARGS="--models resnet50"  (see docs/guides/remote.md)
 remote: setup
 	@test -n "$$HOST" || { echo "make remote: set HOST=user@board[,user@board2,...]"; exit 2; }
 	set -f; $(BIN)/edgebench remote --host "$$HOST" --device "$$DEVICE" -- $$ARGS

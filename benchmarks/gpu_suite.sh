@@ -2,7 +2,7 @@
 # The GPU tier of edgebench on one lent CUDA GPU (the H100 of ../shared/DEVICE.md), in parts that each fit a
 # 10-minute device call. Every part logs to $OUT/<part>.log and ends with a short table.
 #   benchmarks/gpu_suite.sh tests      pytest -m gpu (torch, ORT CUDA EP, NVML, tensor-core kernels)
-#   benchmarks/gpu_suite.sh overhead   edgebench / bare framework loop, torch and ORT, b1 and b32
+#   benchmarks/gpu_suite.sh overhead   edgebench as shipped (CLI) / an independent bare loop: gpu_self_audit.sh torch
 #   benchmarks/gpu_suite.sh grid       seed grid (torch fp32/tf32/fp16/amp, b1..64, 3 repeats) + speedup report
 #   benchmarks/gpu_suite.sh ortgrid    ORT CUDA EP fp32/tf32/fp16/int8, b1..64
 #   benchmarks/gpu_suite.sh instgrid   seed grid at 2 and 4 instances, torch + ORT, fp32/fp16/amp, b1/16/64
@@ -32,7 +32,7 @@ bench() {  # bench NAME ARGS... : start or resume the run folder $RUNS/NAME, cop
 
 case "$part" in
   tests)    python3 -m pytest -m gpu -q -rs tests 2>&1 | tee "$OUT/tests.log" ;;
-  overhead) python3 benchmarks/gpu_overhead.py --batches 1,32 --seconds 3 --repeats 3 2>&1 | tee "$OUT/overhead.log" ;;
+  overhead) benchmarks/gpu_self_audit.sh torch 2>&1 | tee "$OUT/overhead.log" ;;
   grid)     bench grid --device dgpu-quick 2>&1 | tee "$OUT/grid.log"; cat "$OUT/grid-speedup.md" ;;
   ortgrid)  bench ortgrid --device dgpu-quick --backends ort --precisions fp32,tf32,fp16,int8 --repeats 1 2>&1 | tee "$OUT/ortgrid.log" ;;
   instgrid) bench instgrid --device dgpu-quick --backends torch,ort --precisions fp32,fp16,amp --batches 1,16,64 \

@@ -6,7 +6,7 @@ configuration (model, backend, precision, batch, 1 instance), every default samp
 B side ("bare"): benchmarks/bare_loop.py in a separate process and session (no edgebench import): plain onnxruntime on the same
 ONNX file the A row measured, or the torchvision model in torch, with the row's threads, warm-up and window length.
 Pairs run A B, B A, A B ... (ABBA order: drift hits both alike); the result is the median of the per-pair ratios
-edgebench/bare with a percentile-bootstrap interval (edgebench.runner.interleave.bootstrap_median_ci).
+edgebench/bare with a percentile-bootstrap interval (benchmarks/stats.py).
 Diagnostic next to it: steady_ips, each side's median rate over ~1 ms intervals (bare_loop.steady_ips; edgebench's
 from the row's per-inference end times), and their ratio: what each loop costs per inference when nothing preempts
 it, so a per-inference harness cost shows even on a busy machine, where the throughput ratio is mostly noise.
@@ -29,11 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from edgebench.runner.interleave import bootstrap_median_ci
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bare_loop import MARK_S, marks_from_ends, steady_ips  # noqa: E402  (edgebench-free helpers, one definition)
+from stats import bootstrap_median_ci  # noqa: E402
 
 
 def edgebench_command() -> list[str]:

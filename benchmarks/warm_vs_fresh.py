@@ -10,7 +10,7 @@ or instance count changes, *if* their numbers equal fresh processes'. This scrip
   `edgebench bench` run of the grid into its own run folder;
 - pairs the rows by label (model/backend/precision/batch/instances) and reports, per label, the warm/fresh ratio of
   throughput_ips and of latency_ms_p50 (median over pairs with a 95% percentile-bootstrap interval,
-  edgebench.runner.interleave.bootstrap_median_ci), the statuses and `workers` values seen, and each side's mean
+  benchmarks/stats.py), the statuses and `workers` values seen, and each side's mean
   setup_s; plus one pooled line: the geometric mean ratio over all rows, its interval bootstrapped over pairs
   (a pair's rows are resampled together: they share the pair's machine state).
 Verdict per label: "equal" when the throughput interval contains 1 or lies within [0.97, 1.03], else "differs"
@@ -38,8 +38,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from edgebench.runner.interleave import bootstrap_median_ci
-
 HERE = Path(__file__).resolve().parent
 SIDES = ("warm", "fresh")
 EQUAL_BAND = (0.97, 1.03)
@@ -57,6 +55,7 @@ def _sibling(name: str):
 
 
 setup_cost = _sibling("setup_cost")  # profile_yaml (the grid's window settings) and run_grid (the CLI call)
+bootstrap_median_ci = _sibling("stats").bootstrap_median_ci
 
 
 def write_profiles(args: argparse.Namespace, work: Path) -> dict[str, Path]:

@@ -157,6 +157,32 @@ def write(path: str | Path, value: object) -> None:
     os.replace(tmp, path)
 
 
+def open_way_for_others(paths: list[str | Path]) -> str | None:
+    """Let another user (the tests' `nobody`) reach these files inside the sandbox: add o+rx to every folder on
+    the way to each path, both as written (a venv's bin/python link) and resolved. A checkout may sit in a folder
+    only its owner may enter (a home folder, any `mktemp -d`); the chmod lands in the overlay's upper dir and
+    vanishes with the namespace, so the real folders keep their modes. A folder that cannot be changed here
+    (the repo and extra installs are bound in read-only) and is closed to others is returned as the reason
+    why another user cannot run the interpreter; None when the way is open."""
+    if Path("/sys/kernel").exists():
+        raise RuntimeError("open_way_for_others changes folder modes: use it only inside run_sandboxed")
+    closed: list[str] = []
+    for target in paths:
+        for p in {Path(os.path.abspath(target)), Path(os.path.realpath(target))}:
+            for d in [p.parent, *p.parent.parents] if not p.is_dir() else [p, *p.parents]:
+                mode = os.stat(d).st_mode
+                if mode & 0o005 == 0o005:
+                    continue
+                try:
+                    os.chmod(d, mode | 0o005)
+                except OSError as exc:
+                    closed.append(f"{d} (mode {oct(mode & 0o777)}: {exc.strerror})")
+    if closed:
+        return ("another user cannot reach the interpreter or the checkout: " + "; ".join(sorted(set(closed)))
+                + " (give those folders o+rx, or use a checkout others may read)")
+    return None
+
+
 class FakeJetson:
     """The emulated board inside the sandbox. Rails come from tests/fixtures/sysfs/<board>."""
 

@@ -226,12 +226,13 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "device": LOWEST | {"telemetry", "config"},
     "models": LOWEST | {"config"},
     "evaluation": LOWEST | {"config", "models"},
-    "backends": LOWEST | {"config", "models", "device", "evaluation"},
+    "backends": LOWEST | {"config", "models", "device", "evaluation",
+                          "results"},  # results.layer_profile: the layers.csv format trt_layers writes
     "runner": LOWEST | {"config", "models", "backends", "telemetry", "evaluation", "device"},
     "results": LOWEST | {"config"},  # the row's parts come in as plain dicts/dataclasses
     "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                           "results"},
-    "report": LOWEST | {"config", "results", "backends"},  # backends: trt_layers' per-layer CSV format
+    "report": LOWEST | {"config", "results"},
     "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation",
                           "results"},  # results.reader: the console shows typed rows
     "remote": LOWEST | {"config", "models", "commands"},

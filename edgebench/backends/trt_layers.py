@@ -3,7 +3,7 @@
 the engine of each placement is opened once more, a `tensorrt.IProfiler` is set on its execution context and
 N inferences run synchronously through `execute_v2` (TensorRT calls `report_layer_time(layer_name, ms)` once
 per layer per `execute_v2`: TensorRT 8.6 and 10 Python API docs). rows/<i>/layers.csv gets one line per
-engine layer: engine, layer, type, device, time_ms (mean per inference), share_pct (of that engine's total).
+engine layer (the format, LayerRow and its reader/writer belong to results/layer_profile.py).
 
 The layer names are TensorRT's: fused layers ("conv1 + relu1"), "Reformatting CopyNode for Input Tensor 0
 to X", and a subgraph TensorRT hands to another compiler as one "{ForeignNode[first...last]}" entry: on a DLA
@@ -14,9 +14,8 @@ profiler output (tests/fixtures/trt/profile_*.json, trtexec --exportProfile layo
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,10 @@ from edgebench.backends.trt import TrtSession
 from edgebench.backends.trt_logic import parse_placement
 from edgebench.backends.trt_reports import parse_inspector_json
 from edgebench.errors import BackendError
+from edgebench.results.layer_profile import LayerRow, write_layers_csv
 
-LAYERS_CSV_COLUMNS = ("engine", "layer", "type", "device", "time_ms", "share_pct")
+# runner/probe.py writes a profile through here (the runner stage may import backends, not results)
+__all__ = ["LayerTimes", "aggregate", "parse_trtexec_profile", "profile_prepared", "write_layers_csv"]
 
 
 @dataclass
@@ -41,16 +42,6 @@ class LayerTimes:
     def add(self, layer_name: str, ms: float) -> None:
         self.total_ms[layer_name] = self.total_ms.get(layer_name, 0.0) + float(ms)
         self.calls[layer_name] = self.calls.get(layer_name, 0) + 1
-
-
-@dataclass(frozen=True)
-class LayerRow:
-    engine: str
-    layer: str
-    type: str
-    device: str
-    time_ms: float
-    share_pct: float
 
 
 def parse_trtexec_profile(text: str) -> LayerTimes:
@@ -104,32 +95,12 @@ def aggregate(times: LayerTimes, engine: str, engine_device: str,
             for name, ms in times.total_ms.items()]
 
 
-def top_layers(rows: Iterable[LayerRow], n: int) -> list[LayerRow]:
-    return sorted(rows, key=lambda r: r.time_ms, reverse=True)[:n]
-
-
 def inspector_types(inspector_json: str | None) -> dict[str, str]:
     """layer name -> LayerType from the engine inspector JSON (DETAILED verbosity), {} when absent."""
     if not inspector_json:
         return {}
 
     return {layer.name: layer.layer_type for layer in parse_inspector_json(inspector_json) if layer.layer_type}
-
-
-def write_layers_csv(rows: list[LayerRow], path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(LAYERS_CSV_COLUMNS)
-        for r in rows:
-            w.writerow([r.engine, r.layer, r.type, r.device, f"{r.time_ms:.6g}", f"{r.share_pct:.4f}"])
-    tmp.replace(path)
-
-
-def read_layers_csv(path: Path) -> list[LayerRow]:
-    with open(path, newline="") as fh:
-        return [LayerRow(d["engine"], d["layer"], d["type"], d["device"], float(d["time_ms"]), float(d["share_pct"]))
-                for d in csv.DictReader(fh)]
 
 
 # --------------------------------------------------------------------------- the TensorRT call (-m tensorrt)

@@ -12,7 +12,7 @@ from typing import Any
 
 from edgebench.config.profile import Profile
 
-# exit status of bench/run with --strict when some rows failed or are invalid (documented in README)
+# exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
 EXIT_PARTIAL = 3
 EXIT_DISK_FULL = 75  # sysexits EX_TEMPFAIL: stopped by a full disk; free space, then --resume the run folder
 

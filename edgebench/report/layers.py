@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgebench.backends.trt_layers import LayerRow, read_layers_csv, top_layers
 from edgebench.results.confine import inside
+from edgebench.results.layer_profile import LayerRow, read_layers_csv, top_layers
 
 TOP_N = 15
 DEVICE_COLOURS = {"GPU": "#4c72b0", "DLA": "#dd8452"}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from edgebench.errors import EdgebenchError
 
-# what edgebench itself writes at the top of a run folder (README "What a run writes")
+# what edgebench itself writes at the top of a run folder (docs/run-folder.md)
 RUN_ENTRIES = ("results.csv", "attempts.csv", "results.partial.txt", "columns.json", "profile.yaml", "system.json",
                "rows", ".edgebench.lock")
 

@@ -1,6 +1,6 @@
 """Run folders as the report reads them: rows of results.csv, system.json, profile.yaml, a label.
 
-A run folder is what `edgebench bench` writes (README "What a run writes"). Only results.csv is
+A run folder is what `edgebench bench` writes (docs/run-folder.md). Only results.csv is
 required; a missing or unreadable system.json / profile.yaml is stated in `Run.notes`, never guessed.
 Rows are typed by results.reader (the schema's type per column; None = not measured).
 """

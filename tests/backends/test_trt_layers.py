@@ -17,11 +17,9 @@ from edgebench.backends.trt_layers import (
     aggregate,
     inspector_types,
     parse_trtexec_profile,
-    read_layers_csv,
-    top_layers,
-    write_layers_csv,
 )
 from edgebench.errors import BackendError
+from edgebench.results.layer_profile import read_layers_csv, top_layers, write_layers_csv
 
 FIX = FIXTURES / "trt"
 
