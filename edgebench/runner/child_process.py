@@ -34,9 +34,10 @@ def context() -> Any:
 class Child:
     """The parent's handle on one spawned process (started: it has a pid)."""
 
-    def __init__(self, proc: Any) -> None:
+    def __init__(self, proc: Any, own_group: bool = True) -> None:
         self.proc = proc  # the multiprocessing Process, started
-        self.leads_group = False  # known to lead its own process group (it called setsid)
+        self.own_group = own_group  # spawned to lead its own process group
+        self.leads_group = False  # known to lead it (it called setsid: getpgid said so, or it sent a message)
 
     @property
     def pid(self) -> int:
@@ -55,11 +56,15 @@ class Child:
 
     def signal_group(self, sig: int) -> None:
         """Signal the child's whole process group once it has its own, else (still starting, or a child spawned
-        with own_group=False) just the child while it runs."""
+        with own_group=False) just the child while it runs. A child that has exited and been reaped can no longer
+        say whether it made a group; one spawned to lead its own is assumed to have, so what the group still holds
+        (grandchildren) is signalled."""
         pid = self.pid
         if not self.leads_group:
-            with contextlib.suppress(OSError):
+            try:
                 self.leads_group = os.getpgid(pid) == pid
+            except OSError:  # gone
+                self.leads_group = self.own_group
         try:
             if self.leads_group:
                 os.killpg(pid, sig)
@@ -81,7 +86,7 @@ def spawn(target: Callable[..., None], args: tuple[Any, ...], *, name: str | Non
         proc = ctx.Process(target=target, args=args, name=name)
     with child_env(dict(env or {})):
         proc.start()
-    return Child(proc)
+    return Child(proc, own_group)
 
 
 def stop(children: Sequence[Child], grace_s: float, *, terminate: bool = True) -> None:
