@@ -165,7 +165,8 @@ def _no_main_script() -> Iterator[None]:
     edgebench's own console script: another program's __main__ may define what its children unpickle."""
     main = sys.modules.get("__main__")
     entry = getattr(main, "main", None)
-    if main is None or getattr(main, "__spec__", None) is not None or getattr(entry, "__module__", "") != "edgebench.cli":
+    is_console_script = getattr(entry, "__module__", "") == "edgebench.cli"
+    if main is None or getattr(main, "__spec__", None) is not None or not is_console_script:
         yield
         return
     import importlib.machinery

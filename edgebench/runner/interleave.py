@@ -10,9 +10,9 @@ Two spawned processes live for the whole measurement, each loaded and warmed up 
              synchronize_outputs (CUDA) / `sess.run` (CPU) with the same session options; null: nothing
 The parent alternates them in ABBA order (pair i: bare then edgebench when i is even, else the other
 way round), so a slow drift (clocks, temperature, neighbours) hits both sides alike; only one of the two
-runs at any time, the other blocks on its pipe (messages: runner/messages.py). Each slice's throughput is its own inferences over its
-own first-start..last-end span; a pair's ratio is edgebench / bare, the result is the median ratio with
-a percentile-bootstrap confidence interval over pairs.
+runs at any time, the other blocks on its pipe (messages: runner/messages.py). Each slice's throughput
+is its own inferences over its own first-start..last-end span; a pair's ratio is edgebench / bare, the
+result is the median ratio with a percentile-bootstrap confidence interval over pairs.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 `run_instances` always runs instances in spawned worker processes (never fork; runner/worker_proc.py): mode "process"
 one per instance, mode "streams" one running every instance in a thread. Each sits in its own process group, so a
-failing run is cleaned up by signalling the groups (SIGTERM, then SIGKILL; runner/child_process.py). The messages
-between the orchestrator and its workers are the dataclasses of runner/messages.py. With a `pool` (runner/warm_pool.py, profile
-`run.workers: warm`) a process-mode row runs in warm workers kept from the previous row of the same model,
-backend, precision and options; otherwise every row starts fresh processes that exit after it.
+failing run is cleaned up by signalling the groups (SIGTERM, then SIGKILL; runner/child_process.py); what the
+orchestrator and its workers say to each other are the dataclasses of runner/messages.py. With a `pool`
+(runner/warm_pool.py, profile `run.workers: warm`) a process-mode row runs in warm workers kept from the previous row
+of the same model, backend, precision and options; otherwise every row starts fresh processes that exit after it.
 
 Before any instance starts, a probe process (runner/probe.py) takes the accuracy outputs and the kernel
 profile when the row asks for them (or the caller passes a probe result it already has): no instance runs
