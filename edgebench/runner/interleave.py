@@ -2,17 +2,17 @@
 framework loop in many short alternating slices, the median per-pair ratio with a bootstrap interval.
 
 Two spawned processes live for the whole measurement, each loaded and warmed up once:
-  edgebench  set up exactly like a runner instance (worker.setup_child: own process group, death with
-             the parent, thread caps), the backend's Session, and worker.measure() itself, stopped by the
+  edgebench  set up exactly like a runner instance (child_process.spawn: own process group, death with
+             the parent; thread caps), the backend's Session, and worker.measure() itself, stopped by the
              shared stop flag the parent sets after slice_s (as the orchestrator does)
   bare       the framework called directly, the way a user's own timing loop would: torch `model(x)` +
              stream synchronize (CUDA) / `model(x)` (CPU); ONNX Runtime `run_with_iobinding` +
              synchronize_outputs (CUDA) / `sess.run` (CPU) with the same session options; null: nothing
 The parent alternates them in ABBA order (pair i: bare then edgebench when i is even, else the other
 way round), so a slow drift (clocks, temperature, neighbours) hits both sides alike; only one of the two
-runs at any time, the other blocks on its pipe. Each slice's throughput is its own inferences over its
-own first-start..last-end span; a pair's ratio is edgebench / bare, the result is the median ratio with
-a percentile-bootstrap confidence interval over pairs.
+runs at any time, the other blocks on its pipe (messages: runner/messages.py). Each slice's throughput
+is its own inferences over its own first-start..last-end span; a pair's ratio is edgebench / bare, the
+result is the median ratio with a percentile-bootstrap confidence interval over pairs.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from edgebench.backends.registry import get_backend
 from edgebench.models.export import build_torch_model
 from edgebench.models.inputs import make_input
 from edgebench.models.spec import load_model_spec
-from edgebench.runner import worker
+from edgebench.runner import child_process, worker
+from edgebench.runner.messages import Exit, Message, RunSlice, SideError, SideReady, SliceDone, SliceStarted
 from edgebench.telemetry import registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -149,130 +150,132 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
 
 def _bare_child(framework: str, prepared: Prepared, device: str, threads: int, seed: int, warmup_s: float,
                 conn: Any) -> None:
-    """A plain process: build the bare step, warm up, then one timed slice per ('go', seconds) message."""
+    """A plain process: build the bare step, warm up, then one timed slice per RunSlice message."""
     try:
         step = bare_step(framework, prepared, device, threads, seed)
         worker.warm_up(step, warmup_s)
-        conn.send(("ready",))
+        conn.send(SideReady())
         now = time.monotonic_ns
         while True:
             msg = conn.recv()
-            if msg[0] != "go":
+            if not isinstance(msg, RunSlice):
                 break
             n, t0 = 0, now()
-            end = t0 + int(msg[1] * 1e9)
+            end = t0 + int(msg.seconds * 1e9)
             while True:
                 step()
                 n += 1
                 t = now()
                 if t >= end:
                     break
-            conn.send(("slice", n, t - t0))
+            conn.send(SliceDone(n, t - t0))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which stops the measurement
-        conn.send(("error", worker.describe(exc)))
+        conn.send(SideError(worker.describe(exc)))
 
 
 def _edgebench_child(cfg: RunConfig, prepared: Prepared, conn: Any, stop_raw: Any, counts_raw: Any,
                      parent_pid: int) -> None:
-    """A runner instance's process and loop: setup_child, Session, warm_up, then worker.measure per slice."""
-    worker.setup_child(cfg.threads_per_instance, parent_pid)
+    """A runner instance's process (its own process group) and loop: thread caps, Session, warm_up, then
+    worker.measure per slice."""
+    os.environ.update(worker.thread_env(cfg.threads_per_instance))
     try:
         session = get_backend(prepared.backend).open(
             prepared, Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance))
         session.feed(prepared.feeds(prepared.input_shape[0], cfg.seed))  # every input; one input: make_input's data
         _, rate_ips = worker.warm_up(session.infer, cfg.warmup_s)
-        conn.send(("ready",))
+        conn.send(SideReady())
         stop = memoryview(stop_raw).cast("B")
         counts = memoryview(counts_raw).cast("B").cast("q")
         while True:
             msg = conn.recv()
-            if msg[0] != "go":
+            if not isinstance(msg, RunSlice):
                 break
-            buffers = worker.allocate_timestamps(worker.initial_capacity(rate_ips, float(msg[1])))
-            conn.send(("started",))
+            buffers = worker.allocate_timestamps(worker.initial_capacity(rate_ips, float(msg.seconds)))
+            conn.send(SliceStarted())
             starts, ends = worker.measure(session.infer, stop, counts, 0, 0, parent_pid, buffers)
-            conn.send(("slice", len(starts), int(ends[-1] - starts[0])))
+            conn.send(SliceDone(len(starts), int(ends[-1] - starts[0])))
         session.close()
     except BaseException as exc:  # noqa: BLE001
-        conn.send(("error", worker.describe(exc)))
+        conn.send(SideError(worker.describe(exc)))
 
 
 # ---------------------------------------------------------------------------------------- parent
 
 
+QUIT_GRACE_S = 10.0  # a side gets this long to leave after Exit, then SIGKILL
+
+
 class _Side:
-    """One child and its pipe; `args(child_end)` builds the target's arguments around the child's pipe end."""
+    """One child and its pipe; `args(child_end)` builds the target's arguments around the child's pipe end.
+    `own_group`: the child leads its own process group like a runner instance (the bare side is a plain process)."""
 
-    def __init__(self, ctx: Any, target: Callable[..., None], args: Callable[[Any], tuple[Any, ...]],
-                 env: dict[str, str]) -> None:
-        self.conn, child_conn = ctx.Pipe()
-        with worker.child_env(env):  # set before the child starts, so they hold before it imports a framework
-            self.proc = ctx.Process(target=target, args=args(child_conn))  # not daemonic, like an instance
-            self.proc.start()
-        child_conn.close()
+    def __init__(self, target: Callable[..., None], args: Callable[[Any], tuple[Any, ...]], env: dict[str, str],
+                 own_group: bool) -> None:
+        self.conn, child_conn = child_process.context().Pipe()
+        try:  # env is set before the child starts, so it holds before the child imports a framework
+            self.child = child_process.spawn(target, args(child_conn), env=env, own_group=own_group)
+        finally:
+            child_conn.close()
 
-    def expect(self, kind: str, timeout_s: float) -> tuple[Any, ...]:
+    def expect(self, kind: type[Message], timeout_s: float) -> Any:
+        """The next message, which must be a `kind`; RuntimeError when it does not come in time, the side
+        failed, or something else came."""
         if not self.conn.poll(timeout_s):
-            raise RuntimeError(f"no {kind!r} message within {timeout_s:g} s (exit code {self.proc.exitcode})")
+            raise RuntimeError(f"no {kind.__name__} message within {timeout_s:g} s (exit code {self.child.exitcode})")
         msg = self.conn.recv()
-        if msg[0] == "error":
-            raise RuntimeError(msg[1])
-        if msg[0] != kind:
-            raise RuntimeError(f"expected {kind!r}, got {msg!r}")
-        return msg  # type: ignore[no-any-return]
+        if isinstance(msg, SideError):
+            raise RuntimeError(msg.text)
+        if not isinstance(msg, kind):
+            raise RuntimeError(f"expected {kind.__name__}, got {msg!r}")
+        return msg
 
     def close(self) -> None:
         try:
-            self.conn.send(("quit",))
+            self.conn.send(Exit())
         except OSError:
             pass
-        self.proc.join(10.0)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(5.0)
+        child_process.stop([self.child], QUIT_GRACE_S, terminate=False)
 
 
 def run_interleaved(cfg: RunConfig, prepared: Prepared, framework: str, *, pairs: int, slice_s: float,
                     samplers: Sequence[str] = (), sampler_interval_s: float = 0.1, load_timeout_s: float = 300.0,
                     on_pair: Callable[[int, float, float], None] | None = None) -> Interleaved:
     """`pairs` ABBA pairs of slice_s slices; the edgebench side runs with `samplers` watching it, as a row would."""
-    import multiprocessing
-
-
-    ctx = multiprocessing.get_context("spawn")
+    ctx = child_process.context()
     stop_raw = ctx.RawArray("b", 1)
     counts_raw = ctx.RawArray("q", 1)
     device = cfg.placements[0]
     bare = eb = None
     result = Interleaved()
     try:
-        bare = _Side(ctx, _bare_child,
-                     lambda c: (framework, prepared, device, cfg.threads_per_instance, cfg.seed, cfg.warmup_s, c), {})
-        bare.expect("ready", load_timeout_s)  # one at a time: loading never overlaps the other side's warm-up
-        eb = _Side(ctx, _edgebench_child, lambda c: (cfg, prepared, c, stop_raw, counts_raw, os.getpid()),
-                   worker.thread_env(cfg.threads_per_instance))
-        eb.expect("ready", load_timeout_s)
+        bare = _Side(_bare_child,
+                     lambda c: (framework, prepared, device, cfg.threads_per_instance, cfg.seed, cfg.warmup_s, c),
+                     {}, own_group=False)
+        bare.expect(SideReady, load_timeout_s)  # one at a time: loading never overlaps the other side's warm-up
+        eb = _Side(_edgebench_child, lambda c: (cfg, prepared, c, stop_raw, counts_raw, os.getpid()),
+                   worker.thread_env(cfg.threads_per_instance), own_group=True)
+        eb.expect(SideReady, load_timeout_s)
         for pair in range(pairs):
             order = ("bare", "edgebench") if pair % 2 == 0 else ("edgebench", "bare")
             got: dict[str, float] = {}
             for side in order:
                 if side == "bare":
-                    bare.conn.send(("go", slice_s))
-                    _, n, span_ns = bare.expect("slice", slice_s + 60.0)
+                    bare.conn.send(RunSlice(slice_s))
+                    done = bare.expect(SliceDone, slice_s + 60.0)
                 else:
                     active = [registry.make_sampler(name, sampler_interval_s, placements=cfg.placements) for name in samplers]
                     for s in active:
-                        s.watch_pids([eb.proc.pid])
+                        s.watch_pids([eb.child.pid])
                         s.start()
                     stop_raw[0] = 0
-                    eb.conn.send(("go", slice_s))
-                    eb.expect("started", 60.0)
+                    eb.conn.send(RunSlice(slice_s))
+                    eb.expect(SliceStarted, 60.0)
                     time.sleep(slice_s)
                     stop_raw[0] = 1
-                    _, n, span_ns = eb.expect("slice", 60.0)
+                    done = eb.expect(SliceDone, 60.0)
                     for s in active:
                         s.stop()
-                result.slices.append(Slice(pair, side, int(n), span_ns / 1e9, cfg.batch))
+                result.slices.append(Slice(pair, side, int(done.inferences), done.span_ns / 1e9, cfg.batch))
                 got[side] = result.slices[-1].ips
             if on_pair is not None:
                 on_pair(pair, got["bare"], got["edgebench"])

@@ -86,7 +86,8 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
         inside = (s >= w0) & (e <= w1)
         starts.append(s[inside])
         ends.append(e[inside])
-        busy_from.append(np.asarray(r.issued_ns, dtype=np.int64)[inside] if open_loop else s[inside])
+        issued = getattr(r, "issued_ns", None) if open_loop else None  # open loop: every instance has them
+        busy_from.append(np.asarray(issued, dtype=np.int64)[inside] if issued is not None else s[inside])
         per_instance.append(int(inside.sum()) * batch / window_s)
     s_all = np.concatenate(starts)
     e_all = np.concatenate(ends)

@@ -2,9 +2,10 @@
 
 `run_instances` always runs instances in spawned worker processes (never fork; runner/worker_proc.py): mode "process"
 one per instance, mode "streams" one running every instance in a thread. Each sits in its own process group, so a
-failing run is cleaned up with os.killpg (SIGTERM, then SIGKILL). With a `pool` (runner/warm_pool.py, profile
-`run.workers: warm`) a process-mode row runs in warm workers kept from the previous row of the same model,
-backend, precision and options; otherwise every row starts fresh processes that exit after it.
+failing run is cleaned up by signalling the groups (SIGTERM, then SIGKILL; runner/child_process.py); what the
+orchestrator and its workers say to each other are the dataclasses of runner/messages.py. With a `pool`
+(runner/warm_pool.py, profile `run.workers: warm`) a process-mode row runs in warm workers kept from the previous row
+of the same model, backend, precision and options; otherwise every row starts fresh processes that exit after it.
 
 Before any instance starts, a probe process (runner/probe.py) takes the accuracy outputs and the kernel
 profile when the row asks for them (or the caller passes a probe result it already has): no instance runs
@@ -12,7 +13,7 @@ anything but open, warm-up and its window.
 
 Phases and their deadlines (RunConfig):
   load+warmup  workers open sessions, warm up, report ready        load_timeout_s
-  start        every instance ready: samplers start, the window's start is recorded, ("go",) to each worker; an
+  start        every instance ready: samplers start, the window's start is recorded, Go to each worker; an
                instance gives up waiting for it after barrier_timeout_s
   measure      until duration_s has passed and min_inferences were done, or max_duration_s
   collect      children finish their last inference and send timestamps    collect_timeout_s
@@ -28,10 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import multiprocessing
-import os
 import shutil
-import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,8 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
+from edgebench.runner import child_process
+from edgebench.runner.messages import Done, Error, FromWorker, Go, Idle, Job, Phase, Primed, Ready, Retire
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
-from edgebench.runner.warm_pool import WarmPool, kill_group, pool_key, run_identity
+from edgebench.runner.warm_pool import WarmPool, pool_key, run_identity
 from edgebench.runner.workdirs import make_workdir
 from edgebench.runner.worker_proc import WorkerProc, spawn_worker
 
@@ -143,13 +143,11 @@ def prewarm(cfg: RunConfig, prepared: Prepared, pool: WarmPool) -> None:
     they import their framework while the probe runs (run_instances then takes them and waits for them)."""
     key = pool_key(cfg)
     if key is not None:
-        ctx = multiprocessing.get_context("spawn")
-        pool.prewarm(key, cfg.instances, functools.partial(_spawn_warm, ctx, cfg, prepared.backend, {}))
+        pool.prewarm(key, cfg.instances, functools.partial(_spawn_warm, cfg, prepared.backend, {}))
 
 
-def _spawn_warm(ctx: Any, cfg: RunConfig, backend: str, env: dict[str, str]) -> WorkerProc:
-    return spawn_worker(ctx, 1, cfg.threads_per_instance, env, os.getpid(), "edgebench-warm-worker",
-                        preload=(backend, cfg.placements[0]))
+def _spawn_warm(cfg: RunConfig, backend: str, env: dict[str, str]) -> WorkerProc:
+    return spawn_worker(1, cfg.threads_per_instance, env, "edgebench-warm-worker", preload=(backend, cfg.placements[0]))
 
 
 def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> None:
@@ -216,7 +214,6 @@ class _Run:
         self.prepared = prepared
         self.samplers = list(samplers)
         self.on_measure_start = on_measure_start
-        self.ctx = multiprocessing.get_context("spawn")
         n = cfg.instances
         self.workdir = make_workdir()  # records its owner: a killed harness's folder is removed at the next start
         self.children: list[_Child] = []
@@ -269,12 +266,12 @@ class _Run:
         self._poll(0.0)
         if self.fault is not None:
             return self._failed()
-        # recorded before the first ("go",) is sent: it precedes every instance's first timed inference
+        # recorded before the first Go is sent: it precedes every instance's first timed inference
         # (CLOCK_MONOTONIC is system-wide)
         self.measure_start_ns = time.monotonic_ns()
         for child in self.children:
             try:
-                child.conn.send(("go",))
+                child.conn.send(Go())
             except OSError:
                 pass  # it died: _poll sees its exit
         self.phase_s.update(self._startup_phases())
@@ -403,10 +400,10 @@ class _Run:
         cfg = self.cfg
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
         if self.pool is not None and self.key is not None:
-            spawn = functools.partial(_spawn_warm, self.ctx, cfg, self.prepared.backend, self.child_env)
+            spawn = functools.partial(_spawn_warm, cfg, self.prepared.backend, self.child_env)
             workers = self.pool.take(self.key, cfg.placements, spawn, run_identity(cfg))
         else:
-            workers = [spawn_worker(self.ctx, len(g), cfg.threads_per_instance, self.child_env, os.getpid(),
+            workers = [spawn_worker(len(g), cfg.threads_per_instance, self.child_env,
                                     f"edgebench-instance-{g[0]}" if len(g) == 1 else "edgebench-streams")
                        for g in groups]
         keep = self.pool is not None
@@ -414,7 +411,7 @@ class _Run:
             w.reset()
             self.children.append(_Child(w, group))
             try:
-                w.conn.send(("job", cfg, self.prepared, group, self.workdir, keep))
+                w.conn.send(Job(cfg, self.prepared, group, self.workdir, keep))
             except OSError:
                 pass  # it died already: _poll sees its exit and names it
 
@@ -470,37 +467,32 @@ class _Run:
             except (EOFError, OSError):
                 child.conn.close()
                 return
-            child.w.own_group = True
-            if msg[0] == "error" and msg[1] == -1:  # it failed before any job (importing its framework)
-                msg = ("error", child.instances[0], *msg[2:])
-            self._handle(msg)
+            child.w.child.leads_group = True  # it called setsid before it could send anything
+            self._handle(child, msg)
 
-    def _handle(self, msg: tuple[Any, ...]) -> None:
-        kind, i = msg[0], msg[1]
-        if kind in ("primed", "idle", "retire"):
-            for child in self.children:
-                if kind in ("idle", "retire") and child.instances[0] == i:
-                    child.idle = True  # done with the row; a retiring one then exits (give_back retires it)
-                    child.w.unfit = kind == "retire"
-                elif kind == "primed" and child.proc.pid == i:
-                    child.w.primed = True
-            if kind == "retire":
-                self.notes.append(f"{self._who(i)}: its session did not close cleanly ({msg[2]}); that worker process "
-                                  "was retired, not reused")
-            return
-        if kind == "ready":
-            self.phase_seen_ns.setdefault("first_ready", time.monotonic_ns())
-        if kind in ("phase", "ready"):
-            self.phase_seen_ns[msg[2] if kind == "phase" else kind] = time.monotonic_ns()  # the last instance's
-        if kind == "phase":
-            self.phase[i] = msg[2]
-        elif kind == "ready":
-            self.ready[i] = True
-            self.phase[i] = "barrier"
-        elif kind == "done":
-            self.done[i] = msg[3]
-        elif kind == "error":
-            self._set_fault(f"{self._who(i)} raised {msg[3]} during {msg[2]}", [i])
+    def _handle(self, child: _Child, msg: FromWorker) -> None:
+        if isinstance(msg, Primed):
+            child.w.primed = True
+        elif isinstance(msg, (Idle, Retire)):
+            child.idle = True  # done with the row; a retiring one then exits (give_back retires it)
+            child.w.unfit = isinstance(msg, Retire)
+            if isinstance(msg, Retire):
+                self.notes.append(f"{self._who(msg.instance)}: its session did not close cleanly ({msg.reason}); "
+                                  "that worker process was retired, not reused")
+        elif isinstance(msg, Phase):
+            self.phase_seen_ns[msg.name] = time.monotonic_ns()  # the last instance's
+            self.phase[msg.instance] = msg.name
+        elif isinstance(msg, Ready):
+            now_ns = time.monotonic_ns()
+            self.phase_seen_ns.setdefault("first_ready", now_ns)
+            self.phase_seen_ns["ready"] = now_ns  # the last instance's
+            self.ready[msg.instance] = True
+            self.phase[msg.instance] = "barrier"
+        elif isinstance(msg, Done):
+            self.done[msg.instance] = msg.path
+        elif isinstance(msg, Error):
+            i = child.instances[0] if msg.instance is None else msg.instance  # None: it failed before any job
+            self._set_fault(f"{self._who(i)} raised {msg.text} during {msg.phase}", [i])
 
     def _judge_exit(self, child: _Child) -> None:
         code = child.proc.exitcode
@@ -509,15 +501,7 @@ class _Run:
             return
         if any(i in self.errors for i in child.instances) and code == 1:
             return  # it reported its exception already; exit code 1 is the consequence
-        if code < 0:
-            try:
-                what = f"died with {signal.Signals(-code).name}"
-            except ValueError:
-                what = f"died with signal {-code}"
-        elif code > 0:
-            what = f"exited with code {code}"
-        else:
-            what = "exited before sending its timestamps (code 0)"
+        what = child_process.exit_text(code) if code != 0 else "exited before sending its timestamps (code 0)"
         phase = self._phase_of(pending[0]) if pending else "collect"
         self._set_fault(f"{self._who_child(child)} {what} during {phase}", pending or list(child.instances))
 
@@ -535,17 +519,10 @@ class _Run:
             self.pool.give_back([c.w for c in self.children], ok=False, instances=self.cfg.instances)
             self.returned = True
             return
-        started = [c for c in self.children if c.proc.pid is not None]
-        running = [c for c in started if c.proc.exitcode is None]
+        running = [c for c in self.children if c.proc.exitcode is None]
+        # SIGTERM, TERM_GRACE_S, then SIGKILL to every group: also whatever it still holds (grandchildren)
+        child_process.stop([c.w.child for c in self.children], TERM_GRACE_S)
         for child in running:
-            kill_group(child.w, signal.SIGTERM)
-        end = time.monotonic() + TERM_GRACE_S
-        for child in running:
-            child.proc.join(max(0.0, end - time.monotonic()))
-        for child in started:  # also whatever its process group still holds (grandchildren)
-            kill_group(child.w, signal.SIGKILL)
-        for child in running:
-            child.proc.join(5.0)
             child.exited = True
 
     def _stop_samplers(self) -> None:

@@ -22,7 +22,6 @@ import hashlib
 import os
 import pickle
 import shutil
-import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from edgebench.backends.registry import get_backend
 from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.evaluation.tensorcores import profile_kernels
 from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
-from edgebench.runner import worker
+from edgebench.runner import child_process, worker
 from edgebench.runner.workdirs import make_workdir
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,33 +84,31 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
               keep_dir: str | None = None) -> ProbeResult:
     """Spawn the probe process for one row's config, wait for it, return what it found (never raises for a
     failing probe: the result's notes say what went wrong). A layer profile is kept as keep_dir/layers.csv."""
-    import multiprocessing
-
     import numpy as np
 
-    ctx = multiprocessing.get_context("spawn")
     workdir = make_workdir()  # with an owner record: a killed harness's probe folder is cleaned on the next start
     t0 = time.monotonic()
     result = ProbeResult(batch=cfg.batch)
-    proc = None
+    child = None
     try:
         acc_path = None
         if isinstance(accuracy_inputs, dict):
             acc_path = os.path.join(workdir, "accuracy_inputs.npz")
-            np.savez(acc_path, **{k: np.ascontiguousarray(v) for k, v in accuracy_inputs.items()})
+            arrays: dict[str, Any] = {k: np.ascontiguousarray(v) for k, v in accuracy_inputs.items()}
+            np.savez(acc_path, **arrays)
         elif accuracy_inputs is not None:
             acc_path = os.path.join(workdir, "accuracy_inputs.npy")
             np.save(acc_path, np.ascontiguousarray(accuracy_inputs))
         out_path = os.path.join(workdir, "probe.pkl")
-        proc = ctx.Process(target=probe_main, name="edgebench-probe",
-                           args=(cfg, prepared, acc_path, layer_profile_runs, workdir, out_path, os.getpid()))
-        with worker.child_env({**worker.thread_env(cfg.threads_per_instance), **dict(child_env or {})}):
-            proc.start()
-        result.pid = proc.pid
+        child = child_process.spawn(probe_main, (cfg, prepared, acc_path, layer_profile_runs, workdir, out_path),
+                                    name="edgebench-probe",
+                                    env={**worker.thread_env(cfg.threads_per_instance), **dict(child_env or {})})
+        result.pid = child.pid
         limit_s = timeout_s if timeout_s is not None else cfg.load_timeout_s + PROBE_EXTRA_S
-        proc.join(limit_s)
-        if proc.exitcode is None:
-            result.notes.append(f"probe (pid {proc.pid}) did not finish within {limit_s:g} s and was killed")
+        child.join(limit_s)
+        code = child.exitcode
+        if code is None:
+            result.notes.append(f"probe (pid {child.pid}) did not finish within {limit_s:g} s and was killed")
         elif os.path.exists(out_path):
             with open(out_path, "rb") as fh:
                 found = pickle.load(fh)
@@ -122,12 +119,12 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
                 os.makedirs(keep_dir, exist_ok=True)
                 result.layers_csv = shutil.copyfile(found["layers_csv"], os.path.join(keep_dir, "layers.csv"))
         else:
-            result.notes.append(f"probe (pid {proc.pid}) {_exit_text(proc.exitcode)} before writing its results")
+            result.notes.append(f"probe (pid {child.pid}) {child_process.exit_text(code)} before writing its results")
     except Exception as exc:  # noqa: BLE001 - a probe never costs the row: say why and go on
         result.notes.append(f"probe not run: {worker.describe(exc)}")
     finally:
-        if proc is not None and proc.pid is not None:
-            _kill_group(proc)
+        if child is not None:  # it leads its own process group: nothing it started outlives it
+            child_process.stop([child], 0.0, terminate=False)
         shutil.rmtree(workdir, ignore_errors=True)
     if cfg.kernel_profile_steps > 0 and not result.kernels and not result.kernels_note:
         result.kernels_note = "kernel profile not taken: " + ("; ".join(result.notes) or "the probe reported none")
@@ -136,10 +133,11 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
 
 
 def probe_main(cfg: RunConfig, prepared: Prepared, accuracy_path: str | None, layer_profile_runs: int,
-               workdir: str, out_path: str, parent_pid: int) -> None:
-    """Entry point of the probe child: own process group, thread caps, one session on the row's first
-    placement; then accuracy, kernel profile, layer profile, each independently (one failing keeps the others)."""
-    worker.setup_child(cfg.threads_per_instance, parent_pid)
+               workdir: str, out_path: str) -> None:
+    """Entry point of the probe child (it leads its own process group: child_process.spawn): thread caps, one
+    session on the row's first placement; then accuracy, kernel profile, layer profile, each independently (one
+    failing keeps the others)."""
+    os.environ.update(worker.thread_env(cfg.threads_per_instance))
     found: dict[str, Any] = {"notes": []}
     session = None
     try:
@@ -203,22 +201,3 @@ def _array_bytes(arr: Any) -> bytes:
 
     a = np.ascontiguousarray(arr)
     return f"{a.dtype}{a.shape}".encode() + a.tobytes()
-
-
-def _exit_text(code: int | None) -> str:
-    if code is not None and code < 0:
-        with contextlib.suppress(ValueError):
-            return f"died with {signal.Signals(-code).name}"
-        return f"died with signal {-code}"
-    return f"exited with code {code}"
-
-
-def _kill_group(proc: Any) -> None:
-    """The probe leads its own process group (setsid): nothing it started outlives it."""
-    with contextlib.suppress(OSError):
-        if os.getpgid(proc.pid) == proc.pid:
-            os.killpg(proc.pid, signal.SIGKILL)
-    if proc.exitcode is None:
-        with contextlib.suppress(OSError):
-            proc.kill()
-    proc.join(5.0)

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from edgebench.runner import child_process
+from edgebench.runner.messages import Error, Exit, Primed
 from edgebench.runner.worker_proc import WorkerProc
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config.run_config import RunConfig
 
-RETIRE_GRACE_S = 2.0  # a retired worker gets this long to leave after ("exit",), then SIGKILL
+RETIRE_GRACE_S = 2.0  # a retired worker gets this long to leave after Exit, then SIGKILL
 
 
 def run_identity(cfg: RunConfig) -> str:
@@ -148,14 +148,15 @@ class WarmPool:
                 try:
                     msg = w.conn.recv() if w.conn.poll(max(0.0, left_s)) else None
                 except (EOFError, OSError):
-                    msg = ("error", -1, "preload", f"exited with code {w.proc.exitcode}")
+                    msg = Error(None, "preload", f"exited with code {w.proc.exitcode}")
                 if msg is None:
                     problems.append(f"spare worker (pid {w.pid}) not primed in time; retired")
-                elif msg[0] == "primed":
+                elif isinstance(msg, Primed):
                     w.primed = True
                     continue
                 else:
-                    problems.append(f"spare worker (pid {w.pid}) failed to import its framework: {msg[-1]}; retired")
+                    text = msg.text if isinstance(msg, Error) else type(msg).__name__
+                    problems.append(f"spare worker (pid {w.pid}) failed to import its framework: {text}; retired")
                 self.idle.remove(w)
                 retire([w])
                 break
@@ -196,32 +197,9 @@ def retire(workers: Sequence[WorkerProc]) -> None:
     """Ask each to exit, give them RETIRE_GRACE_S, then SIGKILL whatever their process groups still hold."""
     for w in workers:
         with contextlib.suppress(OSError, ValueError):
-            w.conn.send(("exit",))
-    end = time.monotonic() + RETIRE_GRACE_S
+            w.conn.send(Exit())
+    child_process.stop([w.child for w in workers], RETIRE_GRACE_S, terminate=False)
     for w in workers:
-        if w.proc.pid is not None:
-            w.proc.join(max(0.0, end - time.monotonic()))
-    for w in workers:
-        kill_group(w, signal.SIGKILL)
-        if w.proc.pid is not None:
-            w.proc.join(5.0)
         w.exited = True
         with contextlib.suppress(OSError):
             w.conn.close()
-
-
-def kill_group(w: WorkerProc, sig: int) -> None:
-    """Signal the worker's whole process group once it has its own, else just the worker."""
-    pid = w.proc.pid
-    if pid is None:
-        return
-    if not w.own_group:
-        with contextlib.suppress(OSError):
-            w.own_group = os.getpgid(pid) == pid
-    try:
-        if w.own_group:
-            os.killpg(pid, sig)
-        elif w.proc.exitcode is None:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

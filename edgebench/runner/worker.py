@@ -1,18 +1,14 @@
 """One instance's life inside a worker process: open, warm up, start signal, timed loop, report.
 
 `run_instance` is what a worker process (runner/worker_proc.py) runs for each instance of a row: on its main thread
-in mode "process", on one thread per instance in mode "streams". The process has called os.setsid() (the
-orchestrator kills its whole process group) and set the thread-count environment variables before any framework
-was imported.
+in mode "process", on one thread per instance in mode "streams". The process leads its own process group (the
+orchestrator kills the whole group; runner/child_process.py) and had its thread-count environment variables set
+before any framework was imported.
 
-Messages to the orchestrator go over the worker's own pipe (one per process, so a killed one cannot corrupt
-another's channel):
-  ("phase", i, name)          instance i entered phase name (open, warmup)
-  ("ready", i, warmup_n)      warm-up done, about to wait for the start signal
-  ("done", i, n, path)        measured phase over; path is an .npy of shape [2, n] (start_ns, end_ns),
-                              or [3, n] (arrival_ns, end_ns, issued_ns) for a fixed-rate stream
-  ("error", i, phase, text)   an exception ended instance i
-The start signal is ("go",) from the orchestrator, sent once every instance of the row is ready; it records the
+Messages to the orchestrator (runner/messages.py) go over the worker's own pipe (one per process, so a killed one
+cannot corrupt another's channel): Phase (open, warmup), Ready (warm-up done, about to wait for the start signal),
+Done (measured phase over, timestamps in an .npy file), Error (an exception ended the instance).
+The start signal is Go from the orchestrator, sent once every instance of the row is ready; it records the
 window's start before sending it, so that time precedes every instance's first timed inference.
 
 The timed loop is the harness overhead the null backend measures, so it is kept lean: two clock
@@ -39,13 +35,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
+from edgebench.runner.messages import Done, Error, Message, Phase, Ready
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -64,15 +60,6 @@ CHECK_INTERVAL_NS = 1_000_000  # stop flag / shared counter are looked at once p
 MAX_SLEEP_NS = 50_000_000  # a fixed-rate stream waiting for its next arrival looks at the stop flag this often
 MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the buffers double past it
 MIN_INITIAL_CAPACITY = 4096
-_ENV_LOCK = threading.Lock()
-
-
-def setup_child(threads: int, parent_pid: int) -> None:
-    """What every instance process does first, before any framework is imported: its own process group
-    (the orchestrator kills it with killpg), death with the orchestrator, the thread caps."""
-    os.setsid()
-    _die_with_parent(parent_pid)
-    os.environ.update(thread_env(threads))
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -230,7 +217,7 @@ def run_instance(
     slot: int,
     cfg: RunConfig,
     prepared: Prepared,
-    send: Callable[[tuple[Any, ...]], None],
+    send: Callable[[Message], None],
     wait_start: Callable[[float], None],
     stop: memoryview,
     counts: memoryview,
@@ -247,7 +234,7 @@ def run_instance(
     phase = "open"
     session = None
     try:
-        send(("phase", index, phase))
+        send(Phase(index, phase))
         backend = get_backend(prepared.backend)
         placement = Placement(device=cfg.placements[index], instance=index, threads=cfg.threads_per_instance)
         session = backend.open(prepared, placement)
@@ -255,14 +242,14 @@ def run_instance(
         timing_inputs = prepared.feeds(cfg.batch, cfg.seed + index)  # every input, valid per dtype
         session.feed(timing_inputs)
         phase = "warmup"
-        send(("phase", index, phase))
+        send(Phase(index, phase))
         if set_phase is not None:
             set_phase("warmup")
         warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
         rate_hz = getattr(cfg, "rate_hz", None)
         expected_ips = rate_ips if rate_hz is None else min(rate_ips, float(rate_hz))
         buffers = allocate_timestamps(initial_capacity(expected_ips, cfg.duration_s), 2 if rate_hz is None else 3)
-        send(("ready", index, warm_n))
+        send(Ready(index, warm_n))
         phase = "barrier"
         wait_start(cfg.barrier_timeout_s)
         phase = "measure"
@@ -278,11 +265,11 @@ def run_instance(
         phase = "collect"
         path = os.path.join(workdir, f"instance{index}.npy")
         np.save(path, np.stack(columns))
-        send(("done", index, len(columns[0]), path))
+        send(Done(index, len(columns[0]), path))
         return True
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, then the child exits non-zero
         try:
-            send(("error", index, phase, describe(exc)))
+            send(Error(index, phase, describe(exc)))
         except Exception:  # noqa: BLE001 - the pipe may be gone; the exit code still tells
             pass
         return False
@@ -302,58 +289,3 @@ def exit_now(code: int) -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(code)
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Linux: SIGKILL this child when the orchestrator dies (it left its process group, so a signal
-    to the orchestrator's group no longer reaches it). Elsewhere the timed loop checks getppid()."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-@contextlib.contextmanager
-def child_env(values: dict[str, str]) -> Iterator[None]:
-    """Spawned children inherit these; set around start() so they hold before the child imports anything.
-    Also keeps the `edgebench` console script out of the children (see _no_main_script)."""
-    with _ENV_LOCK, _no_main_script():
-        old = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)
-        try:
-            yield
-        finally:
-            for key, value in old.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-
-
-@contextlib.contextmanager
-def _no_main_script() -> Iterator[None]:
-    """A spawned child runs the parent's __main__ script again before its target (multiprocessing's main-module
-    fix-up); for the `edgebench` console script that imports the whole CLI, ~1 s per child on a small CPU, for
-    nothing the child uses. Named like a package's __main__, the script is skipped by that fix-up. Only for
-    edgebench's own console script: another program's __main__ may define what its children unpickle."""
-    main = sys.modules.get("__main__")
-    entry = getattr(main, "main", None)
-    if main is None or getattr(main, "__spec__", None) is not None or getattr(entry, "__module__", "") != "edgebench.cli":
-        yield
-        return
-    import importlib.machinery
-
-    main.__spec__ = importlib.machinery.ModuleSpec("edgebench.__main__", None)
-    try:
-        yield
-    finally:
-        main.__spec__ = None

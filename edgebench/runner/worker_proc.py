@@ -1,15 +1,12 @@
 """A worker process: spawned once, it runs the instances of one row (a fresh worker) or of several rows in turn
 (a warm worker, runner/warm_pool.py), each row from a fresh session.
 
-Parent -> worker, over the worker's own duplex pipe:
-  ("job", cfg, prepared, instances, workdir, keep)   run these instances of a row (runner/worker.run_instance);
-                                                     keep: stay for the next job after it, else exit
-  ("go",)                                            the start signal of the row's window
-  ("exit",)                                          leave (so does a closed pipe)
-Worker -> parent: run_instance's messages, plus
-  ("primed", pid)        a warm worker's framework is imported (sent once, before any job)
-  ("idle", i)            the job of which instance i is the first is over and its sessions are closed
-  ("retire", i, text)    a session of that job failed to close: the worker leaves instead of going idle
+Parent -> worker, over the worker's own duplex pipe (runner/messages.py): Job (run these instances of a row with
+runner/worker.run_instance; keep: stay for the next job after it, else exit), Go (the start signal of the row's
+window), Exit (leave; so does a closed pipe).
+Worker -> parent: run_instance's messages, plus Primed (a warm worker's framework is imported, sent once before any
+job), Idle (the job is over and its sessions are closed), Retire (a session of that job failed to close: the worker
+leaves instead of going idle).
 Every worker has its own shared stop flag (one byte) and inference counters (one int64 per instance slot),
 made before it starts and reused by each of its jobs; the orchestrator zeroes them before sending a job.
 
@@ -25,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench.backends.registry import get_backend
-from edgebench.runner import worker
+from edgebench.runner import child_process, worker
+from edgebench.runner.child_process import Child
+from edgebench.runner.messages import Error, Go, Idle, Job, Message, Primed, Retire
 
 
 class NoStartSignal(Exception):
@@ -36,7 +35,7 @@ class NoStartSignal(Exception):
 class WorkerProc:
     """The parent's handle on one worker process."""
 
-    proc: Any
+    child: Child
     conn: Any  # the parent's end of the duplex pipe
     stop_raw: Any  # RawArray("b", 1)
     counts_raw: Any  # RawArray("q", slots)
@@ -46,7 +45,6 @@ class WorkerProc:
     primed: bool = False
     unfit: bool = False  # said it must not be reused (a session that did not close)
     ran: set[str] = field(default_factory=set)  # run_identity of every row it finished (never given one again)
-    own_group: bool = False  # it has called setsid (it sent a message, or getpgid said so)
     exited: bool = False
     stop: memoryview = field(init=False, repr=False)
     counts: memoryview = field(init=False, repr=False)
@@ -56,8 +54,13 @@ class WorkerProc:
         self.counts = memoryview(self.counts_raw).cast("B").cast("q")
 
     @property
+    def proc(self) -> Any:
+        """The multiprocessing Process."""
+        return self.child.proc
+
+    @property
     def pid(self) -> int | None:
-        return self.proc.pid  # type: ignore[no-any-return]
+        return self.child.pid
 
     def reset(self) -> None:
         """Zero the stop flag and the counters before a job (the worker is idle: nothing else writes them)."""
@@ -66,32 +69,31 @@ class WorkerProc:
             self.counts[i] = 0
 
 
-def spawn_worker(ctx: Any, slots: int, threads: int, env: dict[str, str], parent_pid: int, name: str,
+def spawn_worker(slots: int, threads: int, env: dict[str, str], name: str,
                  preload: tuple[str, str] | None = None) -> WorkerProc:
-    """Start a worker process. `env` (thread caps, e.g. the MPS pipe folder) holds before it imports anything;
-    `preload` = (backend, device): import that backend's framework at once and say ("primed", pid)."""
+    """Start a worker process in its own process group. `env` (thread caps, e.g. the MPS pipe folder) holds before
+    it imports anything; `preload` = (backend, device): import that backend's framework at once and say Primed."""
+    ctx = child_process.context()
     parent_end, child_end = ctx.Pipe(duplex=True)
     stop_raw, counts_raw = ctx.RawArray("b", 1), ctx.RawArray("q", max(1, slots))
-    proc = ctx.Process(target=serve, args=(child_end, stop_raw, counts_raw, threads, parent_pid, preload), name=name)
-    handle = WorkerProc(proc, parent_end, stop_raw, counts_raw, slots)
-    with worker.child_env({**worker.thread_env(threads), **env}):
-        try:
-            proc.start()
-        finally:
-            child_end.close()
-    return handle
+    try:
+        child = child_process.spawn(serve, (child_end, stop_raw, counts_raw, threads, os.getpid(), preload),
+                                    name=name, env={**worker.thread_env(threads), **env})
+    finally:
+        child_end.close()
+    return WorkerProc(child, parent_end, stop_raw, counts_raw, slots)
 
 
 def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: int,
           preload: tuple[str, str] | None) -> None:
-    """Entry point of a worker process: its own process group, the framework imported when asked, then jobs until
-    told to exit. Exits 0 after its last job when every instance of it finished, else 1."""
-    worker.setup_child(threads, parent_pid)
+    """Entry point of a worker process (it leads its own process group: child_process.spawn): the framework imported
+    when asked, then jobs until told to exit. Exits 0 after its last job when every instance of it finished, else 1."""
+    os.environ.update(worker.thread_env(threads))
     stop = memoryview(stop_raw).cast("B")
     counts = memoryview(counts_raw).cast("B").cast("q")
     lock = threading.Lock()
 
-    def send(msg: tuple[Any, ...]) -> None:
+    def send(msg: Message) -> None:
         with lock:
             conn.send(msg)
 
@@ -99,26 +101,26 @@ def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: i
         try:
             preload_backend(*preload)
         except Exception as exc:  # noqa: BLE001 - the job's open will meet it again and report it per instance
-            send(("error", -1, "preload", worker.describe(exc)))
+            send(Error(None, "preload", worker.describe(exc)))
             worker.exit_now(1)
-        send(("primed", os.getpid()))
+        send(Primed(os.getpid()))
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError):
             worker.exit_now(0)
-        if msg[0] != "job":
+        if not isinstance(msg, Job):
             worker.exit_now(0)
-        _, cfg, prepared, instances, workdir, keep = msg
+        cfg, prepared, instances, workdir, keep = msg.cfg, msg.prepared, msg.instances, msg.workdir, msg.keep
         os.environ.update(worker.thread_env(cfg.threads_per_instance))
         close_errors: list[str] = []
         ok = run_job(cfg, prepared, instances, workdir, conn, send, stop, counts, parent_pid, close_errors.append)
         if ok and keep and close_errors:  # its state is unknown: never reused
-            send(("retire", instances[0], "; ".join(close_errors)))
+            send(Retire(instances[0], "; ".join(close_errors)))
         if not (ok and keep) or close_errors:
             conn.close()
             worker.exit_now(0 if ok else 1)
-        send(("idle", instances[0]))
+        send(Idle(instances[0]))
 
 
 def preload_backend(backend: str, device: str) -> None:
@@ -163,10 +165,10 @@ def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, c
 
 
 def wait_go(conn: Any, timeout_s: float) -> None:
-    """Block until the orchestrator's ("go",); NoStartSignal when it does not come within timeout_s or something
+    """Block until the orchestrator's Go; NoStartSignal when it does not come within timeout_s or something
     else does."""
     if not conn.poll(timeout_s):
         raise NoStartSignal(f"no start signal within barrier_timeout_s={timeout_s:g}")
     msg = conn.recv()
-    if msg[0] != "go":
-        raise NoStartSignal(f"the orchestrator sent {msg[0]!r} instead of the start signal")
+    if not isinstance(msg, Go):
+        raise NoStartSignal(f"the orchestrator sent {type(msg).__name__.lower()!r} instead of the start signal")

@@ -11,14 +11,14 @@ from repo_paths import REPO
 SCRIPT = '''
 import sys
 from edgebench.cli import main  # what the installed console script does
-from edgebench.runner import worker
+from edgebench.runner import child_process
 import multiprocessing as mp
 from childmod import child
 
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    with worker.child_env({}):
+    with child_process.child_env({}):
         p = ctx.Process(target=child, args=(q,))
         p.start()
     print("cli-in-child", q.get(timeout=60))

@@ -188,13 +188,11 @@ def test_block_needs_counts_consecutive_rows_of_a_key_and_their_repeats():
 
 
 def test_a_spare_not_primed_by_the_deadline_is_retired_with_a_note():
-    import multiprocessing
     import time
 
     from edgebench.runner.worker_proc import spawn_worker
 
-    ctx = multiprocessing.get_context("spawn")
-    slow = spawn_worker(ctx, 1, 1, {}, os.getpid(), "test-spare", preload=("preload_fail_backend:SlowPreload", "cpu"))
+    slow = spawn_worker(1, 1, {}, "test-spare", preload=("preload_fail_backend:SlowPreload", "cpu"))
     pool = WarmPool()
     pool.idle = [slow]
     t0 = time.monotonic()
