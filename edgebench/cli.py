@@ -48,7 +48,7 @@ from edgebench.pipeline.plan import describe, expand
 from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
 from edgebench.remote.command import main as remote_main
-from edgebench.report.answer import best_text
+from edgebench.report.answer import bench_answer, best_text
 from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
@@ -233,6 +233,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
+        print(answer)
     status = _exit_status(counts, getattr(args, "strict", False))
     if status == EXIT_PARTIAL:
         print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "

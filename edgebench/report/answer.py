@@ -301,3 +301,13 @@ def best_text(args: Any) -> str:
     """`edgebench best`'s output for its parsed arguments."""
     answer = best_answer(list(args.run_dirs), args.objective, limits_from(args), args.model)
     return to_text(answer, top=max(int(getattr(args, "top", 5) or 5), 2))
+
+
+def bench_answer(run_dir: Path, args: Any) -> str | None:
+    """The answer `bench` prints at its end when given --objective, --power-cap-w or --max-accuracy-drop (its
+    --slo-ms, the SLO search's bound, is a limit too); None when none of them was given."""
+    limits = limits_from(args)
+    objective = getattr(args, "objective", None)
+    if objective is None and limits.power_cap_w is None and limits.max_accuracy_drop_pct is None:
+        return None
+    return to_text(best_answer([run_dir], objective or "throughput", limits))

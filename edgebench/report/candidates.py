@@ -198,6 +198,9 @@ def empty_reason(row: dict[str, Any], column: str) -> str:
         floor = PERCENTILE_FLOORS.get(column.removeprefix("latency_ms_"))
         if floor is not None and row["inferences"] < floor:
             return f"too few inferences for a {column.removeprefix('latency_ms_')} (< {floor})"
+    source = str(row.get("energy_source") or "")
+    if column in ("power_w_mean", "energy_per_inference_mj", "energy_j") and source.startswith("none:"):
+        return _short_reason(source.removeprefix("none:").strip())
     return "why not recorded in the row"
 
 

@@ -149,3 +149,17 @@ def test_cli_best_on_a_results_csv_file(tmp_path: Path):
     bad = subprocess.run([sys.executable, "-m", "edgebench", "best", str(tmp_path / "nope")], capture_output=True,
                          text=True, env=cli_env(tmp_path / "cache"), cwd=REPO, timeout=120)
     assert bad.returncode == 2 and "neither a run folder nor a results.csv" in bad.stderr
+
+
+def test_bench_prints_the_answer_only_when_given_an_objective_or_a_limit(tmp_path: Path):
+    import argparse
+
+    from edgebench.commands.options import parse_bench_args
+    from edgebench.report.answer import bench_answer
+
+    run = make_run(tmp_path / "r", [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "int8", 1, 250.0, 0, power=40.0)])
+    assert bench_answer(run, parse_bench_args([])) is None
+    args = parse_bench_args(["--power-cap-w", "20", "--objective", "throughput"])
+    assert isinstance(args, argparse.Namespace) and args.power_cap_w == 20.0
+    text = bench_answer(run, args)
+    assert text is not None and "best:      ort fp32 b1 x1 cpu: 100" in text  # int8 draws 40 W > 20 W
