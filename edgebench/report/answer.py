@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from edgebench.report.candidates import (
     setups,
 )
 from edgebench.report.intervals import METHOD, Interval
+from edgebench.results.runs import Run
 
 LEVEL_PROB = 0.95
 # objective name -> (column, higher is better, unit, words)
@@ -197,19 +198,22 @@ def rank(cands: list[Candidate], column: str, higher: bool, limits: Limits
 
 def best_answer(paths: list[Path | str], objective: str = "throughput", limits: Limits | None = None,
                 model: str | None = None) -> Answer:
+    return answer_from_runs(load_sources(paths), objective, limits, model)
+
+
+def answer_from_runs(runs: list[Run], objective: str = "throughput", limits: Limits | None = None,
+                     model: str | None = None) -> Answer:
+    """The answer over loaded runs (their rows are not changed: the accuracy drop is added to copies)."""
     limits = limits or Limits()
     column, higher, unit, words = objective_column(objective, limits)
-    runs = load_sources(paths)
     answer = Answer(objective, column, higher, unit, words, limits, runs)
     answer.notes += [n for r in runs for n in r.notes if "set aside" in n]
     needed = tuple(dict.fromkeys([column, *[c for c, _ in limits.columns()]]))
-    groups, answer.splits = setups(runs)  # before the derived column is added: it is no results.csv column
-    for run in runs:
-        run.rows = with_accuracy_drop(run.rows)
+    groups, answer.splits = setups(runs)
     for setup in groups:
-        cands = candidates(setup.runs, setup.label, needed, answer.left_out, model)
-        models = sorted({c.model for c in cands})
-        for name in models:
+        with_drop = [replace(r, rows=with_accuracy_drop(r.rows)) for r in setup.runs]
+        cands = candidates(with_drop, setup.label, needed, answer.left_out, model)
+        for name in sorted({c.model for c in cands}):
             mine = [c for c in cands if c.model == name]
             feasible, missed = rank(mine, column, higher, limits)
             verdict = (_verdict(feasible[0], feasible[1] if len(feasible) > 1 else None, column, higher)
