@@ -328,7 +328,8 @@ def to_html(blocks: list[tuple], base: Path | None = None) -> str:
             body.append(f'<p><img src="{html.escape(_data_uri(base, block[1]))}" alt="{html.escape(block[2])}" '
                         f'data-file="{html.escape(block[1])}" style="max-width:100%"></p>')
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}")
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}"
+             "img{width:640px;max-width:100%}")
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>edgebench report</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
