@@ -22,6 +22,7 @@ from edgebench import __version__
 from edgebench.report.anchors import load_anchors, match_anchors
 from edgebench.report.answer_page import answer_blocks, draw_fronts, table_block
 from edgebench.report.comparability import summary_lines
+from edgebench.report.figure import slug
 from edgebench.report.layers import write_layer_page
 from edgebench.report.paper_figures import PaperFigure, paper_figures
 from edgebench.report.pareto import ParetoFront, pareto_fronts, pareto_table
@@ -67,6 +68,9 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
     if any(f.members() for f in report.fronts):  # only runs with energy have a front
         report.tables.append(pareto_table(report.fronts))
     report.dictionary = write_dictionary(out)
+    unique = slug(*[r.run_id for r in runs])[:60]  # LaTeX labels unique per run: two reports in one paper
+    for table in report.tables:
+        table.label = unique
     for table in report.tables:
         report.table_files += table.write(out / "tables")
     report.figures_note = matplotlib_missing()
