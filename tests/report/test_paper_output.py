@@ -94,9 +94,9 @@ def test_paper_figures_are_column_wide_with_7pt_text_and_captions_beside(tmp_pat
 
 
 def test_same_precision_same_colour_everywhere():
+    from edgebench.report.figure import FigureData, Series
     from edgebench.report.paper_style import precision_color
     from edgebench.report.render import _colors
-    from edgebench.report.figure import FigureData, Series
 
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_hex
