@@ -41,7 +41,7 @@ def add_best_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=5, metavar="N", help="list the N best that meet every limit")
 
 
-def add_limit_arguments(p: argparse.ArgumentParser, slo_help: str | None) -> None:
+def add_limit_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup, slo_help: str | None) -> None:
     """--power-cap-w and --max-accuracy-drop (and --slo-ms when `slo_help` is given): shared with bench."""
     if slo_help is not None:
         p.add_argument("--slo-ms", type=non_negative("milliseconds"), metavar="MS", help=slo_help)

@@ -40,7 +40,8 @@ def style() -> Any:
     """A context in which a figure is built and saved: draw everything inside it, so every text gets rc()."""
     from matplotlib import rc_context
 
-    return rc_context(rc())
+    settings: Any = rc()
+    return rc_context(settings)
 
 
 def new_figure(width: str, aspect: float = 0.75) -> Any:
