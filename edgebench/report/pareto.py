@@ -177,6 +177,9 @@ def draw_front(front: ParetoFront, out_dir: Path, formats: tuple[str, ...] = ("p
                 linewidth=0.8, linestyle="--", zorder=1)
         ax.set_xlabel("throughput (samples/s)")
         ax.set_ylabel("energy per inference (mJ/sample)")
+        energies = [p.energy.median for p in front.points if p.energy.median]
+        if energies and min(energies) > 0 and max(energies) / min(energies) >= 8:
+            ax.set_yscale("log")  # the frugal end, where the front is, keeps its resolution
         ax.grid(True, alpha=0.3)
         handles = [Line2D([], [], marker="o", linestyle="", color=precision_color(prec), label=prec)
                    for prec in sorted(precisions, key=_prec_key)]
