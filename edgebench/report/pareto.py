@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.report.candidates import PERCENTILES, Candidate, LeftOut, candidates, setups
+from edgebench.report.figure import slug
 from edgebench.report.intervals import METHOD, Interval
 from edgebench.report.paper_style import new_figure, precision_color, save, style, write_caption
-from edgebench.report.table_format import Col, Table, fmt_num
+from edgebench.report.table_format import Col, Table, fmt_num, precision_rank
 from edgebench.results.runs import Run
 
 THROUGHPUT = "throughput_ips"
@@ -46,8 +47,6 @@ class ParetoFront:
         return sorted((p for p in self.points if p.on_front), key=lambda p: -(p.throughput.median or 0.0))
 
     def slug(self) -> str:
-        from edgebench.report.figure import slug
-
         return slug("pareto", self.model, self.setup)
 
 
@@ -200,6 +199,4 @@ def draw_front(front: ParetoFront, out_dir: Path, formats: tuple[str, ...] = ("p
 
 
 def _prec_key(prec: str) -> Any:
-    from edgebench.report.table_format import precision_rank
-
     return precision_rank(prec)
