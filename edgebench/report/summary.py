@@ -73,6 +73,10 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
         table.label = unique
     for table in report.tables:
         report.table_files += table.write(out / "tables")
+    for fig in report.figures:  # a figure of only invalid/failed points shows nothing a reader can use
+        if fig.absent_reason is None and only_unusable_points(fig):
+            fig.absent_reason = ("every point is invalid or failed: nothing to draw a reader can use (the rows and "
+                                 "their reasons are in the results table)")
     report.figures_note = matplotlib_missing()
     if report.figures_note is None:
         for fig in report.figures:
@@ -88,6 +92,13 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
     report.summary_html = out / "summary.html"
     report.summary_html.write_text(to_html(blocks, base=out))
     return report
+
+
+def only_unusable_points(fig: FigureData) -> bool:
+    """True when the figure has row points, none of them ok, and no telemetry trace."""
+    points = [p for s in fig.series if s.kind == "points" for p in s.points]
+    traces = [s for s in fig.series if s.kind == "trace"]
+    return bool(points) and not traces and not any(p.status == "ok" for p in points)
 
 
 # ------------------------------------------------------------------------------------ content

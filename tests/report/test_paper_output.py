@@ -155,3 +155,24 @@ def test_column_dictionary_counts_per_sample_and_per_batch_and_ships_with_runs(t
     run_dir = create_run_dir(tmp_path / "runs", "x")
     assert sorted(p.name for p in run_dir.iterdir()) == ["columns.csv", "columns.md"]
     assert "| **latency_ms_p99** | ms | float | per batch (one inference) |" in (run_dir / "columns.md").read_text()
+
+
+def test_old_figures_only_invalid_is_not_drawn_legend_names_what_is_drawn_title_goes_to_the_caption(tmp_path):
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (pip install 'edgebench[report]')")
+    from edgebench.report.figure import FigureData, Point, Series
+    from edgebench.report.render import render, series_drawn
+    from edgebench.report.summary import build_report
+
+    bad = [row(0, "fp32", 1, 100.0, "invalid", "unstable", config_hash="a"),
+           row(1, "fp32", 4, 300.0, "invalid", "unstable", config_hash="b")]
+    rep = build_report([make_run(tmp_path / "bad", bad)], tmp_path / "rep", max_timelines=0, formats=("png",))
+    tput = [f for f in rep.figures if f.name.startswith("throughput_vs_batch")]
+    assert tput and all(f.absent_reason and "every point is invalid" in f.absent_reason and not f.files for f in tput)
+
+    fig = FigureData("f", "My title", "batch", ["y"], series=[
+        Series("fp32", [Point(1.0, 2.0, "ok")], [1.0], [2.0], color_key="fp32"),
+        Series("int8", [], color_key="int8")])  # nothing drawn for int8
+    files = render(fig, tmp_path / "figs", ("png",))
+    assert [f.suffix for f in files] == [".png"]
+    assert (tmp_path / "figs" / "f.caption.txt").read_text().startswith("My title")
+    assert [series_drawn(x) for x in fig.series] == [True, False]  # the legend names only drawn series
