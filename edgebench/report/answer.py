@@ -193,6 +193,8 @@ def rank(cands: list[Candidate], column: str, higher: bool, limits: Limits
         feasible.append(Ranked(cand, cand.interval(column), worst))
     sign = -1.0 if higher else 1.0
     feasible.sort(key=lambda r: (sign * (r.interval.median or 0.0), r.candidate.sort_key()))
+    # the ones that would have ranked highest first: what a limit cost
+    missed.sort(key=lambda m: (sign * (m[0].interval(column).median or 0.0), m[0].sort_key()))
     return feasible, missed
 
 
@@ -290,7 +292,7 @@ def to_text(answer: Answer, top: int = 5) -> str:
             lines.append(f"  {a.verdict.text}")
         if a.missed:
             closest = a.missed[:3]
-            lines.append(f"  missed a limit: {len(a.missed)} configuration(s), e.g. "
+            lines.append(f"  missed a limit: {len(a.missed)} configuration(s), best by the objective first: "
                          + "; ".join(f"{c.label()} ({why})" for c, why in closest))
     return "\n".join(lines)
 
