@@ -98,6 +98,8 @@ def load_source(path: Path | str) -> Run:
     path = Path(path)
     if path.is_dir():
         return load_run(path)
+    if path.name == "results.csv" and (path.parent / "system.json").is_file():
+        return load_run(path.parent)  # the results.csv of a run folder: read with its system.json
     if not path.is_file():
         raise EdgebenchError(f"{path}: neither a run folder nor a results.csv file")
     names, read, notes = read_lines_table(path, required=("model", "backend", "precision", "batch", "status"))
