@@ -46,7 +46,8 @@ test: setup test-deps
 	set -f; $(BIN)/python -m pytest -q -rs $$ARGS
 
 # tests/remote/test_remote.py starts a real OpenSSH server on 127.0.0.1: install it (and rsync) when missing and
-# root with apt-get (CI); otherwise those tests are skipped with the reason
+# root with apt-get (CI); tests/report/test_summary_browser.py renders summary.html in Debian's chromium, installed
+# the same way; otherwise those tests are skipped with the reason
 test-deps:
 	@if ! { command -v sshd || test -x /usr/sbin/sshd; } >/dev/null 2>&1 || ! command -v rsync >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -55,6 +56,14 @@ test-deps:
 	      openssh-server openssh-client rsync; } >/dev/null \
 	      || echo "test-deps: apt-get failed; tests/remote/test_remote.py will be skipped"; \
 	  else echo "test-deps: sshd or rsync missing and not root: tests/remote/test_remote.py will be skipped"; fi; \
+	fi
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "test-deps: installing chromium (for tests/report/test_summary_browser.py)"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      chromium; } >/dev/null \
+	      || echo "test-deps: apt-get failed; tests/report/test_summary_browser.py will be skipped"; \
+	  else echo "test-deps: chromium missing and not root: tests/report/test_summary_browser.py will be skipped"; fi; \
 	fi
 
 # make remote HOST=user@board[,user@board2] DEVICE=orin ARGS="--models resnet50"  (see docs/guides/remote.md)

@@ -17,6 +17,7 @@ from typing import Any
 
 from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
 from edgebench.backends.base import Env
+from edgebench.commands.best import add_best_arguments
 from edgebench.commands.console import progress_line, slo_table, start_line, summary_table
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
@@ -47,6 +48,7 @@ from edgebench.pipeline.plan import describe, expand
 from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
 from edgebench.remote.command import main as remote_main
+from edgebench.report.answer import bench_answer, best_text
 from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
@@ -115,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="draw at most N power timelines per run (default 40)")
     rp.add_argument("--formats", type=csv_list(str), default=["png", "pdf"], help="figure formats (default png,pdf)")
 
+    bs = sub.add_parser("best", help="the best configuration under limits (latency SLO, power cap, accuracy "
+                                     "floor), its interval and whether it beats the runner-up beyond noise")
+    add_best_arguments(bs)
+
     # `edgebench remote` parses its own options (edgebench/remote/command.py); "\0" as prefix char hands
     # every word, --help included, to that parser
     rm = sub.add_parser("remote", help="run sweeps on boards over ssh and fetch the results "
@@ -136,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
-                   "remote": cmd_remote}[args.command]
+                   "remote": cmd_remote, "best": cmd_best}[args.command]
         return handler(args)
     except DiskFullError as exc:  # rows so far kept whole, the row in flight removed: resume once space is freed
         print(f"edgebench: error: {exc}", file=sys.stderr)
@@ -227,6 +233,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
+        print(answer)
     status = _exit_status(counts, getattr(args, "strict", False))
     if status == EXIT_PARTIAL:
         print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "
@@ -431,6 +439,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
                           max_timelines=args.max_timelines, formats=tuple(args.formats))
     print(describe_report(report))
+    return 0
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    print(best_text(args))
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
 from edgebench.config.profile import Profile
 
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
@@ -79,6 +80,10 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help=f"exit {EXIT_PARTIAL} when any row failed or is invalid (default: 0 when anything was measured)")
     add_load_options(b)
     add_accuracy_arguments(b)
+    g = b.add_argument_group("the answer printed at the end (as `edgebench best RUN_DIR` gives it)")
+    g.add_argument("--objective", choices=OBJECTIVE_CHOICES,
+                   help="print the best configuration by this objective under the limits below (and --slo-ms)")
+    add_limit_arguments(g, slo_help=None)
 
 
 SHARING_MODES = ("time-slicing", "mps")  # = config.fields.GPU_SHARING (checked again when the profile loads)

@@ -6,11 +6,11 @@ on the axis. A figure with `absent_reason` is refused: it has nothing to draw.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
 from edgebench.report.figure import FigureData
+from edgebench.report.paper_style import write_caption
 from edgebench.report.table_format import PRECISION_ORDER
 
 FORMATS = ("png", "pdf")
@@ -43,8 +43,14 @@ def _colors(figure: FigureData) -> dict[str, Any]:
     return out
 
 
+def series_drawn(s: Any) -> bool:
+    """A series draws something: a line, a point with a value, or a failed row's x."""
+    return bool(s.line_x) or any(p.y is not None or p.status == "failed" for p in s.points)
+
+
 def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """Draw one figure to out_dir/<name>.<fmt>; returns the files (also kept in figure.files)."""
+    """Draw one figure to out_dir/<name>.<fmt>, its title and notes to <name>.caption.txt/.tex; returns the image
+    files (figure.files keeps them and the captions)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -79,8 +85,9 @@ def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS
             continue
         if s.line_x:
             ax.plot(s.line_x, s.line_y, color=color, linestyle=s.linestyle, linewidth=1.4)
-        # one legend entry per series: its colour, line style and marker
-        ax.plot([], [], color=color, linestyle=s.linestyle, marker=s.marker, markersize=5, label=s.label)
+        # one legend entry per series that draws something: its colour, line style and marker
+        if series_drawn(s):
+            ax.plot([], [], color=color, linestyle=s.linestyle, marker=s.marker, markersize=5, label=s.label)
         ok = s.xy("ok")
         inv = s.xy("invalid")
         if ok:
@@ -142,15 +149,13 @@ def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS
         else:
             ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
                       handlelength=3)
-    fig.suptitle(figure.title, fontsize=10)
-    if figure.caption:
-        wrapped = "\n".join(textwrap.fill(c, 110) for c in figure.caption)
-        fig.text(0.0, 0.0, wrapped, fontsize=6.5, va="top", ha="left", color="0.25", transform=fig.transFigure)
+    # the title and the notes are a caption's job: <name>.caption.txt/.tex beside the figure, not drawn into it
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
     for fmt in formats:
         path = out_dir / f"{figure.name}.{fmt}"
         fig.savefig(path, dpi=150, bbox_inches="tight")
         files.append(path)
-    figure.files = files
+    captions = write_caption(out_dir, figure.name, figure.title, figure.caption)
+    figure.files = files + captions  # the summary links the captions with the figure
     return files

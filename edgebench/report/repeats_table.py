@@ -46,7 +46,7 @@ def shortfall(asked: int, rows: list[dict[str, str]]) -> str:
     why: dict[str, int] = defaultdict(int)
     for r in rows:
         if r.get("status") != "ok":
-            why[f"{r.get('status')} ({(r.get('reason') or 'no reason')[:60]})"] += 1
+            why[f"{r.get('status')} ({r.get('reason') or 'no reason'})"] += 1  # whole: a cut reason misleads
     parts = [f"{n} {w}" for w, n in why.items()]
     if len(rows) < asked:
         parts.append(f"{asked - len(rows)} not run")

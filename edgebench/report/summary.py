@@ -11,6 +11,7 @@ is listed with the reason, so an absence is visible on the page instead of being
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import html
 from collections import defaultdict
@@ -19,12 +20,17 @@ from pathlib import Path
 
 from edgebench import __version__
 from edgebench.report.anchors import load_anchors, match_anchors
+from edgebench.report.answer_page import answer_blocks, draw_fronts, table_block
 from edgebench.report.comparability import summary_lines
+from edgebench.report.figure import slug
 from edgebench.report.layers import write_layer_page
+from edgebench.report.paper_figures import PaperFigure, paper_figures
+from edgebench.report.pareto import ParetoFront, pareto_fronts, pareto_table
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
 from edgebench.report.setup_time import HEAD as SETUP_HEAD
 from edgebench.report.setup_time import setup_table
 from edgebench.report.tables import Table, all_tables
+from edgebench.results.column_dictionary import write_dictionary
 from edgebench.results.runs import Run, load_runs, profile_name
 from edgebench.results.schema import STATUSES
 
@@ -43,6 +49,10 @@ class Report:
     summary_html: Path | None = None
     figures_note: str | None = None  # why no figure was drawn at all (e.g. matplotlib missing)
     layers_page: Path | None = None  # layers.md: per-layer TensorRT profiles (rows with layers.csv)
+    fronts: list[ParetoFront] = field(default_factory=list)
+    front_figures: list[PaperFigure] = field(default_factory=list)  # paper/pareto_*
+    paper_figures: list[PaperFigure] = field(default_factory=list)  # paper/: medians with intervals, speedup, CDF
+    dictionary: list[Path] = field(default_factory=list)  # columns.csv/.md
 
     def figure_files(self) -> list[Path]:
         return [p for f in self.figures for p in f.files]
@@ -54,8 +64,19 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     report = Report(out, runs, all_tables(runs), all_figures(runs, max_timelines))
+    report.fronts = pareto_fronts(runs)
+    if any(f.members() for f in report.fronts):  # only runs with energy have a front
+        report.tables.append(pareto_table(report.fronts))
+    report.dictionary = write_dictionary(out)
+    unique = slug(*[r.run_id for r in runs])[:60]  # LaTeX labels unique per run: two reports in one paper
+    for table in report.tables:
+        table.label = unique
     for table in report.tables:
         report.table_files += table.write(out / "tables")
+    for fig in report.figures:  # a figure of only invalid/failed points shows nothing a reader can use
+        if fig.absent_reason is None and only_unusable_points(fig):
+            fig.absent_reason = ("every point is invalid or failed: nothing to draw a reader can use (the rows and "
+                                 "their reasons are in the results table)")
     report.figures_note = matplotlib_missing()
     if report.figures_note is None:
         for fig in report.figures:
@@ -63,12 +84,21 @@ def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines:
                 render(fig, out / "figures", formats)
 
         report.layers_page = write_layer_page([r.path for r in runs], out, formats)
+        report.front_figures = draw_fronts(report.fronts, out / "paper", formats)
+        report.paper_figures = paper_figures(runs, out / "paper", formats)
     blocks = summary_blocks(report)
     report.summary_md = out / "summary.md"
     report.summary_md.write_text(to_markdown(blocks))
     report.summary_html = out / "summary.html"
-    report.summary_html.write_text(to_html(blocks))
+    report.summary_html.write_text(to_html(blocks, base=out))
     return report
+
+
+def only_unusable_points(fig: FigureData) -> bool:
+    """True when the figure has row points, none of them ok, and no telemetry trace."""
+    points = [p for s in fig.series if s.kind == "points" for p in s.points]
+    traces = [s for s in fig.series if s.kind == "trace"]
+    return bool(points) and not traces and not any(p.status == "ok" for p in points)
 
 
 # ------------------------------------------------------------------------------------ content
@@ -152,6 +182,7 @@ def summary_blocks(report: Report) -> list[tuple]:
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     b: list[tuple] = [("h1", "edgebench report"),
                       ("p", [f"Written {now} by edgebench {__version__} from {len(report.runs)} run folder(s)."])]
+    b += answer_blocks(report.runs, report.fronts, report.front_figures, lambda p: _rel(report, p))
     b += comparability_blocks(report.runs)
     b.append(("h2", "Runs"))
     head = ["#", "run", "run id", "folder", "profile", "device", "written by edgebench", *STATUSES]
@@ -186,7 +217,16 @@ def summary_blocks(report: Report) -> list[tuple]:
     for table in report.tables:
         items.append([f"{table.title} ({len(table.records)} lines): ",
                       *[x for ext in ("csv", "md", "tex") for x in ((ext, f"tables/{table.name}.{ext}"), " ")]])
+    if report.dictionary:
+        items.append(["Column dictionary (name, unit, per sample or per batch, meaning): ",
+                      *[x for p in report.dictionary for x in ((p.suffix[1:], _rel(report, p)), " ")]])
     b.append(("ul", items))
+    for table in report.tables:  # inline, so the page reads without opening a file
+        b.append(("h3", table.title))
+        b.append(table_block(table))
+        if table.notes:
+            b.append(("ul", [[n] for n in table.notes]))
+    b += paper_blocks(report)
     b.append(("h2", "Figures"))
     if report.figures_note:
         b.append(("p", [f"No figure drawn: {report.figures_note}"]))
@@ -216,6 +256,27 @@ def summary_blocks(report: Report) -> list[tuple]:
         b.append(("h3", "Per-layer time"))
         b.append(("p", ["Top layers of every row profiled with layer_profile: ",
                         ("layers.md", _rel(report, report.layers_page))]))
+    return b
+
+
+def paper_blocks(report: Report) -> list[tuple]:
+    """The paper figures (paper/): medians with intervals, speedup, latency CDF; each with its caption."""
+    b: list[tuple] = [("h2", "Paper figures (median and 95% interval of repeats)")]
+    if report.figures_note:
+        return b + [("p", [f"No figure drawn: {report.figures_note}"])]
+    for fig in report.paper_figures:
+        if fig.absent_reason is not None:
+            continue
+        png = fig.png("single")
+        b.append(("h3", fig.title))
+        if png is not None:
+            b.append(("img", _rel(report, png), fig.title))
+        b.append(("p", [" · ".join(fig.caption) + " Files: ",
+                        *[x for p in fig.files for x in ((p.name, _rel(report, p)), " ")]]))
+    absent = [f for f in report.paper_figures if f.absent_reason is not None]
+    if absent:
+        b.append(("p", ["Not drawn:"]))
+        b.append(("ul", [[f"{f.title}: {f.absent_reason}"] for f in absent]))
     return b
 
 
@@ -250,7 +311,21 @@ def to_markdown(blocks: list[tuple]) -> str:
     return "\n".join(out)
 
 
-def to_html(blocks: list[tuple]) -> str:
+def _data_uri(base: Path | None, rel: str) -> str:
+    """The image as a data: URI (one self-contained page), or the relative link when it cannot be read."""
+    if base is None:
+        return rel
+    path = base / rel
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return rel
+    kind = {".png": "image/png", ".svg": "image/svg+xml"}.get(path.suffix, "application/octet-stream")
+    return f"data:{kind};base64,{base64.b64encode(data).decode()}"
+
+
+def to_html(blocks: list[tuple], base: Path | None = None) -> str:
+    """The page; with `base` (the report folder) every image is embedded, so the file stands alone."""
     body: list[str] = []
     for block in blocks:
         kind = block[0]
@@ -265,9 +340,11 @@ def to_html(blocks: list[tuple]) -> str:
             rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in block[2])
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
         elif kind == "img":
-            body.append(f'<p><img src="{html.escape(block[1])}" alt="{html.escape(block[2])}" style="max-width:100%"></p>')
+            body.append(f'<p><img src="{html.escape(_data_uri(base, block[1]))}" alt="{html.escape(block[2])}" '
+                        f'data-file="{html.escape(block[1])}" style="max-width:100%"></p>')
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}")
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}"
+             "img{width:640px;max-width:100%}")
     return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>edgebench report</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 

@@ -62,6 +62,7 @@ class Table:
     records: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)  # printed under the table
     latex_notes_from: str | None = None  # a column whose long text becomes lettered LaTeX notes
+    label: str = ""  # makes the LaTeX label unique per run: tab:<name>-<label>
 
     def to_csv(self, path: Path) -> None:
         with open(path, "w", newline="") as fh:
@@ -75,7 +76,7 @@ class Table:
         lines = [f"**{self.title}**", "", "| " + " | ".join(c.header for c in cols) + " |",
                  "|" + "|".join("---:" if c.numeric else "---" for c in cols) + "|"]
         for rec in self.records:
-            cells = [_md_cell(fmt_num(rec.get(c.key)) if c.numeric else str(rec.get(c.key) or "")) for c in cols]
+            cells = [_md_cell(fmt_num(rec.get(c.key)) if c.numeric else _text(rec.get(c.key))) for c in cols]
             lines.append("| " + " | ".join(cells) + " |")
         if not self.records:
             lines.append("| " + " | ".join(["(no rows)"] + [""] * (len(cols) - 1)) + " |")
@@ -85,12 +86,12 @@ class Table:
     def to_latex(self) -> str:
         cols = [c for c in self.columns if c.key != self.latex_notes_from and not c.csv_only]
         letters: dict[str, Any] = {}
-        body = []
+        body_cells: list[list[str]] = []
         for rec in self.records:
             cells = []
             for c in cols:
                 value = rec.get(c.key)
-                text = latex_escape(fmt_num(value)) if c.numeric else latex_escape(value or "")
+                text = latex_escape(fmt_num(value)) if c.numeric else latex_escape(_text(value))
                 if c.numeric and text == "":
                     text = "--"
                 if c.key == "status" and self.latex_notes_from and rec.get(self.latex_notes_from):
@@ -98,13 +99,20 @@ class Table:
                     letter = letters.setdefault(reason, _letter(len(letters)))
                     text += rf"\textsuperscript{{{letter}}}"
                 cells.append(text)
-            body.append(" & ".join(cells) + r" \\")
-        spec = "".join("r" if c.numeric else "l" for c in cols)
+            body_cells.append(cells)
+        label = self.name.replace("_", "-") + (f"-{self.label}" if self.label else "")
         out = [r"% needs \usepackage{booktabs}", r"\begin{table}[htbp]", r"\centering", r"\small",
-               rf"\caption{{{latex_escape(self.title)}}}", rf"\label{{tab:{self.name.replace('_', '-')}}}",
-               rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-               " & ".join(latex_escape(c.header) for c in cols) + r" \\", r"\midrule",
-               *(body or [rf"\multicolumn{{{len(cols)}}}{{l}}{{(no rows)}} \\"]), r"\bottomrule", r"\end{tabular}"]
+               rf"\caption{{{latex_escape(self.title)}}}", rf"\label{{tab:{label}}}"]
+        for i, part in enumerate(latex_parts(cols)):  # a wide table: several tabulars, the lead columns in each
+            if i:
+                out.append(r"\par\medskip")
+            idx = [cols.index(c) for c in part]
+            rows = [" & ".join(cells[j] for j in idx) + r" \\" for cells in body_cells]
+            spec = "".join("r" if c.numeric else "l" for c in part)
+            out += [rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+                    " & ".join(latex_escape(c.header) for c in part) + r" \\", r"\midrule",
+                    *(rows or [rf"\multicolumn{{{len(part)}}}{{l}}{{(no rows)}} \\"]), r"\bottomrule",
+                    r"\end{tabular}"]
         notes = [f"{letter}: {latex_escape(reason)}" for reason, letter in letters.items()]
         notes += [latex_escape(n) for n in self.notes]
         if notes:
@@ -119,6 +127,29 @@ class Table:
         paths[1].write_text(self.to_markdown())
         paths[2].write_text(self.to_latex())
         return paths
+
+
+MAX_LATEX_COLUMNS = 9  # columns of one tabular: more do not fit a page column at \small
+
+
+def latex_parts(cols: list[Col]) -> list[list[Col]]:
+    """The columns split into tabulars of at most MAX_LATEX_COLUMNS, each starting with the lead columns (the
+    text columns before the first number, at most 3) so every part names its rows."""
+    if len(cols) <= MAX_LATEX_COLUMNS:
+        return [cols]
+    lead: list[Col] = []
+    for c in cols:
+        if c.numeric or len(lead) == 3:
+            break
+        lead.append(c)
+    rest = cols[len(lead):]
+    step = MAX_LATEX_COLUMNS - len(lead)
+    return [lead + rest[i:i + step] for i in range(0, len(rest), step)]
+
+
+def _text(value: Any) -> str:
+    """A text cell: '' for None only (row 0 and a 0 count are values, not blanks)."""
+    return "" if value is None else str(value)
 
 
 def _letter(i: int) -> str:

@@ -108,8 +108,10 @@ def speedup_table(runs: list[Run]) -> Table:
         for rec in speedup_rows(run.rows):
             rec = dict(rec, run=run.label, ok_all=f"{rec['repeats_ok']}/{rec['repeats_all']}",
                        batch=_int(rec["batch"]), instances=_int(rec["instances"]))
+            # one pairing (one ok repeat a side) has no range: its min and max are the same number
             rec["speedup_range"] = (f"{fmt_num(rec['speedup_min'], 3)}..{fmt_num(rec['speedup_max'], 3)}"
-                                    if rec["speedup_min"] is not None else "")
+                                    if rec["speedup_min"] is not None and rec["speedup_min"] != rec["speedup_max"]
+                                    else "")
             rec["speedup_ci"] = _ci_text(rec["speedup_ci_lo"], rec["speedup_ci_hi"], rec["speedup_vs_fp32"])
             rec["throughput_ci"] = _ci_text(rec["throughput_ips_ci_lo"], rec["throughput_ips_ci_hi"],
                                             rec["throughput_ips_median"])
@@ -169,7 +171,9 @@ def scaling_records(run: Run) -> list[dict[str, Any]]:
             cis[n] = median_ci(tput)
             medians[n] = cis[n].median
         ok_ns = [n for n in sorted(by_n) if medians[n] is not None]
-        n0 = ok_ns[0] if ok_ns else None
+        # the baseline is the fewest instances measured: when those rows are not ok there is none (a 2-instance
+        # row at 100% of itself says nothing about scaling)
+        n0 = ok_ns[0] if ok_ns and ok_ns[0] == min(by_n) else None
         for n in sorted(by_n):
             rows = by_n[n]
             rec: dict[str, Any] = dict(zip(SCALING_KEYS, key), run=run.label, batch=_int(key[3]), instances=n,
@@ -209,8 +213,8 @@ def scaling_table(runs: list[Run]) -> Table:
              Col("throughput_ips_per_instance", "Per instance (img/s)", True),
              Col("throughput_ips_linear", "Linear from fewest (img/s)", True),
              Col("scaling_efficiency_pct", "Scaling efficiency (%)", True)]
-    notes = ["efficiency = throughput(n) / (throughput(n0) * n / n0), n0 = fewest instances with an ok row; "
-             "only ok rows count", f"CI: {METHOD}; 'n=1' = one ok repeat, no CI"]
+    notes = ["efficiency = throughput(n) / (throughput(n0) * n / n0), n0 = fewest instances measured; only ok rows "
+             "count; no efficiency when the n0 rows are not ok (no baseline)", f"CI: {METHOD}; 'n=1' = one ok repeat, no CI"]
     if not records:
         notes.append("no configuration was measured at two or more instance counts")
     return Table("scaling", "Throughput scaling with concurrent instances", cols, records, notes)

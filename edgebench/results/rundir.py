@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from edgebench.errors import EdgebenchError
+from edgebench.results.column_dictionary import write_dictionary
 
 MAX_SUFFIX = 1000
 
@@ -47,7 +48,8 @@ def _why(exc: OSError) -> str:
 
 
 def create_run_dir(out: Path | str, run_id: str) -> Path:
-    """Create and return a new, empty out/<run_id>[-N]; EdgebenchError naming --out when impossible."""
+    """Create and return a new out/<run_id>[-N] holding only the column dictionary (columns.csv/.md: what every
+    results.csv column means, its unit, per sample or per batch); EdgebenchError naming --out when impossible."""
     out = Path(out)
     problem = out_dir_problem(out)
     if problem:
@@ -60,6 +62,7 @@ def create_run_dir(out: Path | str, run_id: str) -> Path:
         run_dir = out / (run_id if n == 1 else f"{run_id}-{n}")
         try:
             run_dir.mkdir()
+            write_dictionary(run_dir)
             return run_dir
         except FileExistsError:
             continue

@@ -67,13 +67,14 @@ def test_results_table_latex_has_booktabs_units_escapes_and_reason_notes(mix_run
 
     table = results_table(load_runs([mix_run]))
     tex = table.to_latex()
+    parts = tex.count(r"\begin{tabular}")  # a wide table is split into tabulars that fit a column
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
-        assert tex.count(rule) == 1
+        assert tex.count(rule) == parts
     assert r"my\_net" in tex and "my_net" not in tex.replace(r"my\_net", "")
     assert "Throughput (img/s)" in tex and "p99 (ms)" in tex and "Energy (mJ/img)" in tex and r"(\%)" in tex
     # the invalid and failed rows stay in, with status and a lettered reason note
     lines = [ln for ln in tex.splitlines() if ln.endswith(r"\\") and "my" in ln]
-    assert len(lines) == len(MIX)
+    assert len(lines) == len(MIX) * parts
     invalid_line = next(ln for ln in lines if r"invalid\textsuperscript{" in ln)
     letter = invalid_line.split(r"invalid\textsuperscript{")[1][0]
     assert f"{letter}: throughput unstable across 5 sub-windows: 28\\% from the mean" in tex

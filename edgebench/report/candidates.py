@@ -1,0 +1,249 @@
+"""Rows grouped into candidate configurations: what the answer layer (best, Pareto front) ranks.
+
+A *candidate* is one configuration measured one or more times: the rows that differ only in `repeat` (and in
+what a measurement gives: numbers, run id, start time). Its value for a metric is the median over its usable
+repeats with a 95% bootstrap interval (report.intervals, the method every report table uses). Rows are read
+through the one typed reader (results.reader via results.runs); a results.csv given as a file (not a run folder)
+is read the same way and labelled by its device.
+
+Only comparable runs are ranked together: runs are put in one *setup* when no fact that can move a number
+(report.comparability: board, GPU, CPU, versions, clocks, MPS) has two different recorded values; a fact one run
+does not record is named as a caveat, never taken as a match or a mismatch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench.errors import EdgebenchError
+from edgebench.report.comparability import UNKNOWN, run_facts
+from edgebench.report.intervals import Interval, median_ci
+from edgebench.report.table_format import precision_rank
+from edgebench.results.reader import read_lines_table
+from edgebench.results.runs import Run, load_run, profile_name
+from edgebench.results.schema import COLUMN_NAMES
+
+# what makes a configuration: every axis a sweep can vary (repeat is not one: rows differing only there are repeats)
+IDENTITY = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
+            "scenario", "gpu_sharing", "rate_per_stream_hz")
+# facts that split runs into setups that are not ranked together (power mode is an axis, not a setup: it is in
+# IDENTITY through the row, and a run-level mode is named in the candidate's label below)
+SETUP_FACTS = ("device", "GPU(s)", "CPU", "JetPack", "L4T", "CUDA", "TensorRT", "tensorrt (pip)", "onnxruntime",
+               "onnxruntime-gpu", "torch", "clocks locked (jetson_clocks)", "CUDA MPS active", "weights",
+               "edgebench version", "results.csv columns")
+PERCENTILES = ("p99", "p95", "p90", "p50")
+# inferences a latency percentile needs before a row reports it (runner.metrics.min_inferences_for: LoadGen's
+# floors; report/ may not import runner/, so the four values are copied here and tested against it)
+PERCENTILE_FLOORS = {"p50": 10, "p90": 64, "p95": 130, "p99": 662}
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+
+
+@dataclass
+class Candidate:
+    identity: dict[str, Any]
+    setup: str
+    rows: list[dict[str, Any]] = field(default_factory=list)  # the usable (ok) repeats
+    run_mode: str = ""  # the run-level power mode when the rows do not record one
+
+    @property
+    def model(self) -> str:
+        return str(self.identity.get("model") or "")
+
+    def label(self) -> str:
+        """'torch fp16 b64 x1 cuda:0' and whatever else is set: options, power mode, load, sharing."""
+        ident = self.identity
+        parts = [str(ident.get("backend") or ""), str(ident.get("precision") or ""), f"b{ident.get('batch')}",
+                 f"x{ident.get('instances')}", str(ident.get("placement") or "")]
+        if ident.get("mode") and ident.get("mode") != "process":
+            parts.append(str(ident["mode"]))
+        if ident.get("options"):
+            parts.append(f"[{ident['options']}]")
+        if ident.get("power_mode") or self.run_mode:
+            parts.append(f"mode {ident.get('power_mode') or self.run_mode}")
+        if ident.get("gpu_sharing") == "mps":
+            parts.append("mps")
+        if ident.get("scenario") and ident.get("scenario") != "closed-loop":
+            rate = ident.get("rate_per_stream_hz")
+            parts.append(f"{ident['scenario']}" + (f" {rate:g}Hz/stream" if isinstance(rate, float) else ""))
+        return " ".join(p for p in parts if p)
+
+    def values(self, column: str) -> list[float]:
+        return [float(r[column]) for r in self.rows if r.get(column) is not None]
+
+    def interval(self, column: str) -> Interval:
+        return median_ci(self.values(column))
+
+    def power_scope(self) -> str:
+        scopes = sorted({str(r.get("power_scope")) for r in self.rows if r.get("power_scope")})
+        return "+".join(scopes) if scopes else "not recorded"
+
+    def sort_key(self) -> tuple:
+        ident = self.identity
+        return (self.model, str(ident.get("backend")), precision_rank(str(ident.get("precision") or "")),
+                ident.get("batch") or 0, ident.get("instances") or 0, str(ident.get("placement")),
+                str(ident.get("options")), str(ident.get("power_mode")))
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+def load_source(path: Path | str) -> Run:
+    """A run folder (results.csv, system.json, profile.yaml) or a results.csv file on its own (the report's
+    published grids are single CSVs): read by the one typed reader, rows of an older schema get the missing
+    columns empty."""
+    path = Path(path)
+    if path.is_dir():
+        return load_run(path)
+    if path.name == "results.csv" and (path.parent / "system.json").is_file():
+        return load_run(path.parent)  # the results.csv of a run folder: read with its system.json
+    if not path.is_file():
+        raise EdgebenchError(f"{path}: neither a run folder nor a results.csv file")
+    names, read, notes = read_lines_table(path, required=("model", "backend", "precision", "batch", "status"))
+    rows = [{c: None for c in COLUMN_NAMES} | r for r in read]
+    run = Run(path=path, rows=rows, notes=notes, missing_columns=[c for c in COLUMN_NAMES if c not in names])
+    notes.append(f"{path.name}: a results.csv without its run folder: system.json (versions, board) not recorded")
+    return run
+
+
+def load_sources(paths: list[Path | str]) -> list[Run]:
+    runs = [load_source(p) for p in paths]
+    for run in runs:
+        prof = profile_name(run)
+        name = prof or (run.path.name if run.path.is_file() else run.path.name)
+        run.label = f"{name} on {run.device()}"
+    return runs
+
+
+# ------------------------------------------------------------------------------------ setups
+
+
+@dataclass
+class Setup:
+    label: str
+    runs: list[Run]
+    caveats: list[str] = field(default_factory=list)  # facts some run does not record
+
+
+def _facts(run: Run) -> dict[str, str]:
+    facts = run_facts(run)
+    return {k: facts.get(k, UNKNOWN) for k in SETUP_FACTS}
+
+
+def _clash(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    return [k for k in SETUP_FACTS if a[k] != UNKNOWN and b[k] != UNKNOWN and a[k] != b[k]]
+
+
+def setups(runs: list[Run]) -> tuple[list[Setup], list[str]]:
+    """(runs grouped into comparable setups, one line per split saying which facts differ). A run joins the first
+    setup none of whose runs records a different value of a setup fact."""
+    groups: list[tuple[list[Run], list[dict[str, str]]]] = []
+    splits: list[str] = []
+    for run in runs:
+        facts = _facts(run)
+        for members, member_facts in groups:
+            clashes = [c for f in member_facts for c in _clash(facts, f)]
+            if not clashes:
+                members.append(run)
+                member_facts.append(facts)
+                break
+        else:
+            for members, member_facts in groups:
+                diff = sorted({c for f in member_facts for c in _clash(facts, f)})
+                splits.append(f"{run.label} is not ranked with {members[0].label}: they differ in "
+                              + ", ".join(f"{k} ({member_facts[0][k]} vs {facts[k]})" for k in diff))
+            groups.append(([run], [facts]))
+    devices = [members[0].device() for members, _ in groups]
+    out = []
+    for i, (members, member_facts) in enumerate(groups):
+        label = devices[i] if devices.count(devices[i]) == 1 else f"{devices[i]} (setup {i + 1})"
+        # a fact one run records and another does not: they may differ there, nobody can tell
+        caveats = sorted(k for k in SETUP_FACTS if {f[k] == UNKNOWN for f in member_facts} == {True, False})
+        out.append(Setup(label, members, caveats))
+    return out, splits
+
+
+# ------------------------------------------------------------------------------------ candidates
+
+
+@dataclass
+class LeftOut:
+    """Rows not ranked, counted by why: 'invalid: throughput unstable ...', 'latency_ms_p99 empty: ...'."""
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def add(self, why: str) -> None:
+        self.counts[why] += 1
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def lines(self) -> list[str]:
+        return [f"{n} row(s): {why}" for why, n in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _short_reason(text: str) -> str:
+    """The first clause of a row's reason (numbers of one row cut off, so equal causes count together)."""
+    text = _NUMBER.sub("N", (text or "no reason given").split(";")[0].strip())
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def empty_reason(row: dict[str, Any], column: str) -> str:
+    """Why `column` is empty in this row, from its empty_reasons cell, else 'not recorded'."""
+    for part in str(row.get("empty_reasons") or "").split("; "):
+        names, _, why = part.partition(": ")
+        if column in [n.strip() for n in names.split(",")]:
+            return _short_reason(why)
+    if column.startswith("latency_ms_p") and isinstance(row.get("inferences"), int):
+        floor = PERCENTILE_FLOORS.get(column.removeprefix("latency_ms_"))
+        if floor is not None and row["inferences"] < floor:
+            return f"too few inferences for a {column.removeprefix('latency_ms_')} (< {floor})"
+    source = str(row.get("energy_source") or "")
+    if column in ("power_w_mean", "energy_per_inference_mj", "energy_j") and source.startswith("none:"):
+        return _short_reason(source.removeprefix("none:").strip())
+    return "why not recorded in the row"
+
+
+def candidates(runs: list[Run], setup_label: str, needed: tuple[str, ...], left_out: LeftOut,
+               model: str | None = None) -> list[Candidate]:
+    """Candidates of one setup's runs: ok rows with every `needed` column set, grouped by IDENTITY. Every other
+    row is counted in `left_out` with why (its status and reason, or the empty column and why it is empty)."""
+    by_key: dict[tuple, Candidate] = {}
+    for run in runs:
+        run_mode = "" if run.system is None else str(
+            ((run.system.get("jetson") or {}).get("nvpmodel") or {}).get("name") or "")
+        for row in run.rows:
+            if model is not None and row.get("model") != model:
+                continue
+            status = row.get("status") or ""
+            if status != "ok":
+                left_out.add(f"{status or 'no status'}: {_short_reason(str(row.get('reason') or ''))}")
+                continue
+            missing = next((c for c in needed if row.get(c) is None), None)
+            if missing is not None:
+                left_out.add(f"{missing} empty: {empty_reason(row, missing)}")
+                continue
+            key = tuple(row.get(k) for k in IDENTITY)
+            cand = by_key.get(key)
+            if cand is None:
+                cand = by_key[key] = Candidate({k: row.get(k) for k in IDENTITY}, setup_label, run_mode=run_mode)
+            cand.rows.append(row)
+    return sorted(by_key.values(), key=Candidate.sort_key)
+
+
+def prob_better(a: list[float], b: list[float], higher_is_better: bool, resamples: int = 4000,
+                seed: int = 0) -> float | None:
+    """P(median of a is better than median of b) under independent bootstrap resampling of both (numpy, fixed
+    seed); None when either side has fewer than 2 values (no spread to resample). Ties count half."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ma = np.median(va[rng.integers(0, len(va), size=(resamples, len(va)))], axis=1)
+    mb = np.median(vb[rng.integers(0, len(vb), size=(resamples, len(vb)))], axis=1)
+    wins = (ma > mb) if higher_is_better else (ma < mb)
+    return float(np.mean(wins) + 0.5 * np.mean(ma == mb))

@@ -1,0 +1,165 @@
+"""`edgebench best`: the best configuration under limits, its interval, the runner-up and whether the gap is
+beyond noise; rows that cannot be ranked counted with why; only comparable runs ranked together. Every case
+is small enough to check by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_runs import cli_env
+from repo_paths import REPO
+from test_report_tables import make_run, row
+
+from edgebench.report.answer import Limits, best_answer, to_text, with_accuracy_drop
+from edgebench.report.candidates import PERCENTILE_FLOORS, prob_better
+from edgebench.runner.metrics import MIN_INFERENCES_FOR
+
+
+def _rep(i: int, precision: str, batch: int, tput: float, repeat: int, **extra) -> dict:
+    return row(i, precision, batch, tput, repeat=repeat, config_hash=f"{precision}{batch}r{repeat}",
+               power_w_mean=extra.pop("power", 10.0), power_scope="cpu-package",
+               accuracy_top1_agreement_pct=extra.pop("agree", 100.0), **extra)
+
+
+def test_apart_intervals_are_resolved_and_the_best_is_the_highest_median(tmp_path: Path):
+    rows = [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "fp32", 1, 102.0, 1), _rep(2, "fp32", 1, 101.0, 2),
+            _rep(3, "int8", 1, 200.0, 0), _rep(4, "int8", 1, 205.0, 1), _rep(5, "int8", 1, 198.0, 2)]
+    answer = best_answer([make_run(tmp_path / "r", rows)])
+    (only,) = answer.answers
+    best, runner = only.feasible[:2]
+    assert best.candidate.identity["precision"] == "int8" and best.interval.median == 200.0
+    assert runner.candidate.identity["precision"] == "fp32" and runner.interval.median == 101.0
+    assert best.interval.n == 3 and best.interval.lo is not None and best.interval.lo > runner.interval.hi
+    assert only.verdict.resolved is True and only.verdict.prob_best_better == 1.0
+
+
+def test_overlapping_repeats_are_a_tie_with_an_estimate_of_the_repeats_needed(tmp_path: Path):
+    # medians 101 and 100, each interval [99, 103] / [98, 102] wide: half-widths 2 + 2 = 4 against a gap of 1:
+    # n' = 3 * (4 / 1)^2 = 48 repeats, 45 more
+    rows = [_rep(0, "fp32", 1, 99.0, 0), _rep(1, "fp32", 1, 101.0, 1), _rep(2, "fp32", 1, 103.0, 2),
+            _rep(3, "int8", 1, 98.0, 0), _rep(4, "int8", 1, 100.0, 1), _rep(5, "int8", 1, 102.0, 2)]
+    answer = best_answer([make_run(tmp_path / "r", rows)])
+    (only,) = answer.answers
+    assert only.feasible[0].candidate.identity["precision"] == "fp32"
+    assert (only.feasible[0].interval.lo, only.feasible[0].interval.hi) == (99.0, 103.0)
+    assert only.verdict.resolved is False
+    assert only.verdict.more_repeats == 45
+    assert "tie within noise" in to_text(answer)
+
+
+def test_one_repeat_cannot_be_called_resolved(tmp_path: Path):
+    rows = [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "int8", 1, 300.0, 0)]
+    (only,) = best_answer([make_run(tmp_path / "r", rows)]).answers
+    assert only.verdict.resolved is None and "one repeat" in only.verdict.text
+
+
+def test_a_limit_must_hold_on_every_repeat_and_unusable_rows_are_counted_with_why(tmp_path: Path):
+    rows = [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "fp32", 1, 100.0, 1),
+            # int8 is faster, but one of its repeats draws 30 W: over a 20 W cap
+            _rep(2, "int8", 1, 300.0, 0, power=12.0), _rep(3, "int8", 1, 300.0, 1, power=30.0),
+            _rep(4, "fp16", 1, 500.0, 0, power=None),  # no power measured: cannot be judged against a cap
+            row(5, "fp16", 4, 900.0, "invalid", "throughput unstable across 5 sub-windows: 30% from the mean",
+                repeat=0, config_hash="x5"),
+            row(6, "fp16", 8, None, "skipped", "not supported here", repeat=0, config_hash="x6")]
+    answer = best_answer([make_run(tmp_path / "r", rows)], limits=Limits(power_cap_w=20.0))
+    (only,) = answer.answers
+    assert [r.candidate.identity["precision"] for r in only.feasible] == ["fp32"]
+    assert [(c.identity["precision"], why) for c, why in only.missed] == \
+        [("int8", "power_w_mean 30 > 20 (worst of 2 repeat(s))")]
+    assert dict(answer.left_out.counts) == {
+        "power_w_mean empty: why not recorded in the row": 1,
+        "invalid: throughput unstable across N sub-windows: N% from the mean": 1,
+        "skipped: not supported here": 1}
+    text = to_text(answer)
+    assert "left out: 3 row(s) not usable" in text
+    assert "power scope cpu-package" in text  # the power limit names the scope it was judged in
+
+
+def test_latency_slo_reads_the_chosen_percentile_and_says_why_a_p99_is_missing(tmp_path: Path):
+    rows = [_rep(0, "fp32", 1, 100.0, 0, latency_ms_p90=4.0, inferences=100),
+            _rep(1, "int8", 1, 300.0, 0, latency_ms_p90=12.0, inferences=100)]
+    for r in rows:
+        r["latency_ms_p99"] = None
+    run = make_run(tmp_path / "r", rows)
+    p99 = best_answer([run], limits=Limits(slo_ms=10.0))
+    assert p99.answers == [] and dict(p99.left_out.counts) == {"latency_ms_p99 empty: too few inferences for a "
+                                                               "p99 (< 662)": 2}
+    assert "--slo-percentile p90" in to_text(p99)
+    p90 = best_answer([run], limits=Limits(slo_ms=10.0, percentile="p90"))
+    assert [r.candidate.identity["precision"] for r in p90.answers[0].feasible] == ["fp32"]
+
+
+def test_energy_objective_picks_the_lowest_and_accuracy_drop_excludes_a_lossy_int8(tmp_path: Path):
+    rows = [_rep(0, "fp32", 1, 100.0, 0, energy_per_inference_mj=50.0),
+            _rep(1, "fp16", 1, 150.0, 0, energy_per_inference_mj=30.0, agree=99.8),
+            _rep(2, "int8", 1, 300.0, 0, energy_per_inference_mj=10.0, agree=97.0)]
+    answer = best_answer([make_run(tmp_path / "r", rows)], "energy", Limits(max_accuracy_drop_pct=0.5))
+    (only,) = answer.answers
+    assert [r.candidate.identity["precision"] for r in only.feasible] == ["fp16", "fp32"]
+    assert only.missed[0][1].startswith("accuracy_drop_pct 3 > 0.5")
+
+
+def test_accuracy_drop_prefers_labelled_top1_against_the_fp32_row():
+    rows = [{"model": "m", "backend": "ort", "batch": 1, "precision": "fp32", "status": "ok",
+             "accuracy_top1_pct": 76.0, "accuracy_top1_agreement_pct": 100.0},
+            {"model": "m", "backend": "ort", "batch": 1, "precision": "int8", "status": "ok",
+             "accuracy_top1_pct": 75.2, "accuracy_top1_agreement_pct": 97.0},
+            {"model": "m", "backend": "ort", "batch": 1, "precision": "fp16", "status": "ok"}]
+    drops = [r["accuracy_drop_pct"] for r in with_accuracy_drop(rows)]
+    assert drops[0] == 0.0 and abs(drops[1] - 0.8) < 1e-9 and drops[2] is None
+
+
+def test_runs_of_different_boards_are_ranked_apart(tmp_path: Path):
+    a = make_run(tmp_path / "a", [_rep(0, "fp32", 1, 100.0, 0)], board="Board A")
+    b = make_run(tmp_path / "b", [_rep(0, "fp32", 1, 900.0, 0)], board="Board B")
+    answer = best_answer([a, b])
+    assert [x.setup.label for x in answer.answers] == ["Board A", "Board B"]
+    assert [x.feasible[0].interval.median for x in answer.answers] == [100.0, 900.0]
+    assert "differ in device (Board A vs Board B)" in answer.splits[0]
+
+
+def test_same_board_runs_pool_their_repeats(tmp_path: Path):
+    a = make_run(tmp_path / "a", [_rep(0, "fp32", 1, 100.0, 0)])
+    b = make_run(tmp_path / "b", [_rep(0, "fp32", 1, 110.0, 1)])
+    (only,) = best_answer([a, b]).answers
+    assert only.feasible[0].interval.n == 2 and only.feasible[0].interval.median == 105.0
+
+
+def test_prob_better_is_one_half_for_identical_samples_and_none_without_spread():
+    assert abs(prob_better([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], True) - 0.5) < 0.03  # symmetric, up to resampling
+    assert prob_better([1.0], [2.0, 3.0], True) is None
+
+
+def test_percentile_floors_match_the_runner():
+    assert PERCENTILE_FLOORS == MIN_INFERENCES_FOR
+
+
+def test_cli_best_on_a_results_csv_file(tmp_path: Path):
+    rows = [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "int8", 1, 250.0, 0)]
+    run = make_run(tmp_path / "r", rows)
+    (run / "system.json").write_text(json.dumps({"board": {"model": "Board Z"}}))
+    out = subprocess.run([sys.executable, "-m", "edgebench", "best", str(run / "results.csv"), "--power-cap-w", "50"],
+                         capture_output=True, text=True, env=cli_env(tmp_path / "cache"), cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "best:      ort int8 b1 x1 cpu: 250" in out.stdout
+    assert "runner-up: ort fp32 b1 x1 cpu: 100" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "edgebench", "best", str(tmp_path / "nope")], capture_output=True,
+                         text=True, env=cli_env(tmp_path / "cache"), cwd=REPO, timeout=120)
+    assert bad.returncode == 2 and "neither a run folder nor a results.csv" in bad.stderr
+
+
+def test_bench_prints_the_answer_only_when_given_an_objective_or_a_limit(tmp_path: Path):
+    import argparse
+
+    from edgebench.commands.options import parse_bench_args
+    from edgebench.report.answer import bench_answer
+
+    run = make_run(tmp_path / "r", [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "int8", 1, 250.0, 0, power=40.0)])
+    assert bench_answer(run, parse_bench_args([])) is None
+    args = parse_bench_args(["--power-cap-w", "20", "--objective", "throughput"])
+    assert isinstance(args, argparse.Namespace) and args.power_cap_w == 20.0
+    text = bench_answer(run, args)
+    assert text is not None and "best:      ort fp32 b1 x1 cpu: 100" in text  # int8 draws 40 W > 20 W
