@@ -86,7 +86,7 @@ class RowStep:
 
 # ------------------------------------------------------------------------------------------------ the steps
 
-def setup_columns(f: RowFacts) -> Columns:
+def setup_columns(f: RowFacts, row: Row) -> Columns:
     """What the row ran from and how long getting there took."""
     if f.cfg is None or f.prepared is None or f.spec is None or f.row_dir is None or f.profile is None:
         return {}
@@ -108,7 +108,7 @@ def setup_columns(f: RowFacts) -> Columns:
     }
 
 
-def backend_columns(f: RowFacts) -> Columns:
+def backend_columns(f: RowFacts, row: Row) -> Columns:
     """The backend's facts: provider and Prepared.info["row_fields"] (trt engines, ORT's DLA check); its tensor-core
     evidence goes to the tensor_cores step."""
     if f.prepared is None:
@@ -117,7 +117,7 @@ def backend_columns(f: RowFacts) -> Columns:
     return {"provider": f.prepared.info.get("provider", ""), **fields}
 
 
-def metrics_columns(f: RowFacts) -> Columns:
+def metrics_columns(f: RowFacts, row: Row) -> Columns:
     """The runner's summary of the window: throughput, latency percentiles, window, stability."""
     s = f.summary
     if s is None:
@@ -133,7 +133,7 @@ def metrics_columns(f: RowFacts) -> Columns:
     }
 
 
-def telemetry_columns(f: RowFacts) -> Columns:
+def telemetry_columns(f: RowFacts, row: Row) -> Columns:
     """Every sampler's timeline over the window, merged by results.row.merge_telemetry's rules."""
     if f.summary is None or f.run is None:
         return {}
@@ -141,14 +141,14 @@ def telemetry_columns(f: RowFacts) -> Columns:
     return merge_telemetry([(tl.source, telemetry_fields([tl], start, end)) for tl in f.run.timelines])
 
 
-def load_columns(f: RowFacts) -> Columns:
+def load_columns(f: RowFacts, row: Row) -> Columns:
     """Fixed-rate rows: offered vs achieved rate, queueing vs service time (slo_ms is the slo step's)."""
     if f.summary is None or f.run is None or f.cfg is None:
         return {}
     return {k: v for k, v in load_fields(f.cfg, f.run.instances, f.summary).items() if k != "slo_ms"}
 
 
-def tensor_core_columns(f: RowFacts) -> Columns:
+def tensor_core_columns(f: RowFacts, row: Row) -> Columns:
     """tensor_core_time_pct and tensor_core_evidence: the kernel profile's when one ran, else the backend's evidence
     (TensorRT: the layer precisions its builder chose)."""
     engine = f.prepared.info.get("row_fields", {}).get("tensor_core_evidence") if f.prepared is not None else None
@@ -181,22 +181,51 @@ def empty_reasons_columns(f: RowFacts, row: Row) -> Columns:
     return {"empty_reasons": why_empty(row, f.samplers, absent)}
 
 
+def identity_columns(f: RowFacts, row: Row) -> Columns:
+    """What ran and where it sits in the run (the sweep's results.row.identity)."""
+    return f.identity
+
+
+def thermal_columns(f: RowFacts, row: Row) -> Columns:
+    """The cooldown before the row and the temperature at its start and end (the sweep's pipeline.cooldown)."""
+    return f.thermal
+
+
+def accuracy_columns(f: RowFacts, row: Row) -> Columns:
+    """Agreement with the FP32 reference (execute compared the probe's outputs: evaluation.accuracy)."""
+    return f.accuracy
+
+
+def labelled_columns(f: RowFacts, row: Row) -> Columns:
+    """The labelled data set and the scores against its labels (models.labelled)."""
+    return f.labelled
+
+
+def energy_columns(f: RowFacts, row: Row) -> Columns:
+    """Energy per sample, and the dynamic energy above an idle baseline that applies (results.row.energy_fields)."""
+    return energy_fields(row, f.idle)
+
+
+def outcome_columns(f: RowFacts, row: Row) -> Columns:
+    """status and reason in their one order (results.row.outcome_fields), with the SLO step's note."""
+    return outcome_fields(f.verdict, row.get("throttled"), row.get("throttle_reasons"), row.notes.get("slo", ""))
+
+
 ROW_STEPS: tuple[RowStep, ...] = (
-    RowStep("identity", lambda f, row: f.identity),
-    RowStep("setup", lambda f, row: setup_columns(f)),
-    RowStep("backend", lambda f, row: backend_columns(f)),
-    RowStep("metrics", lambda f, row: metrics_columns(f)),
-    RowStep("telemetry", lambda f, row: telemetry_columns(f)),
-    RowStep("thermal", lambda f, row: f.thermal),
-    RowStep("load", lambda f, row: load_columns(f)),
-    RowStep("accuracy", lambda f, row: f.accuracy),
-    RowStep("labelled", lambda f, row: f.labelled),
-    RowStep("tensor_cores", lambda f, row: tensor_core_columns(f)),
-    RowStep("energy", lambda f, row: energy_fields(row, f.idle)),
+    RowStep("identity", identity_columns),
+    RowStep("setup", setup_columns),
+    RowStep("backend", backend_columns),
+    RowStep("metrics", metrics_columns),
+    RowStep("telemetry", telemetry_columns),
+    RowStep("thermal", thermal_columns),
+    RowStep("load", load_columns),
+    RowStep("accuracy", accuracy_columns),
+    RowStep("labelled", labelled_columns),
+    RowStep("tensor_cores", tensor_core_columns),
+    RowStep("energy", energy_columns),
     RowStep("calibration", calibration_columns),
     RowStep("slo", slo_columns),
-    RowStep("outcome", lambda f, row: outcome_fields(f.verdict, row.get("throttled"), row.get("throttle_reasons"),
-                                                     row.notes.get("slo", ""))),
+    RowStep("outcome", outcome_columns),
     RowStep("empty_reasons", empty_reasons_columns),
 )
 

@@ -223,11 +223,6 @@ if _problems := ownership_problems(COLUMNS):
     raise SchemaError("; ".join(_problems))
 
 
-def step_columns(step: str) -> tuple[str, ...]:
-    """The columns `step` owns, in the schema's order."""
-    return tuple(c.name for c in COLUMNS if c.step == step)
-
-
 REQUIRED = (
     "model", "backend", "precision", "batch", "instances", "mode", "placement", "throughput_ips",
     "latency_ms_p50", "latency_ms_p90", "latency_ms_p99", "power_w_mean", "energy_per_inference_mj",
