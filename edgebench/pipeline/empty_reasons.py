@@ -1,6 +1,6 @@
 """Why a measured row leaves a column empty that a reader could otherwise take for an answer (issue 21).
 
-The empty_reasons column is a derived step of results.row (why_empty; its module docstring states the entries);
+The empty_reasons column is the last row step (pipeline/row_steps.py; results.row.why_empty states the entries);
 this module gives it what only the pipeline knows: why the sweep has no idle baseline.
 """
 

@@ -4,8 +4,8 @@ One row is appended (and fsynced) as soon as it is known; a config that fails be
 `failed` row with its reason and the sweep goes on. Per-row details (latencies, telemetry,
 artifact sidecars) go to runs/<run-id>/rows/<index>-<config_hash>/.
 
-The loop only: pipeline/execute.py measures one config and hands over the parts of its row, results/row.py
-assembles them (one writer per column), pipeline/model_cache.py holds what rows share.
+The loop only: pipeline/execute.py measures one config and hands over the facts of its row, pipeline/row_steps.py
+computes the row from them (one step per column), pipeline/model_cache.py holds what rows share.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from edgebench.pipeline.cooldown import Thermal
 from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
+from edgebench.pipeline.row_steps import RowFacts, build_row
 from edgebench.results.reader import HEADER_LINE
-from edgebench.results.row import RowParts, Verdict, assemble_row, identity
+from edgebench.results.row import Verdict, identity
 from edgebench.runner.warm_pool import WarmPool, block_needs, pool_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,14 +106,14 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
         row_dir_existed = row_dir.exists()
         try:
             if p.skip_reason is not None:
-                parts = RowParts(ident, verdict=Verdict(skip_reason=p.skip_reason))
+                facts = RowFacts(ident, verdict=Verdict(skip_reason=p.skip_reason))
             else:
                 if on_start:
                     on_start(i, len(planned), cfg)
                 if pool is not None and (key := pool_key(cfg)) is not None:
                     pool.expect(key, needs[i])
-                parts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool)
-            row = _assemble(parts, row_dir)
+                facts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool)
+            row = _assemble(facts, row_dir)
             store.append(row)  # whole line or nothing (results/store.py)
         except Exception as exc:
             full = disk_full_cause(exc)
@@ -129,9 +130,9 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
 
 
 def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, ident: dict[str, Any],
-             idle_power_w: float | None, power: Any, thermal: Thermal, pool: WarmPool | None) -> RowParts:
-    """The parts of one measured config's row; a failure is a failed row's parts (the sweep goes on). The thermal
-    part (cooldown before the row, temperatures at its start and end) is kept either way. A full disk is raised
+             idle_power_w: float | None, power: Any, thermal: Thermal, pool: WarmPool | None) -> RowFacts:
+    """The facts of one measured config's row; a failure is a failed row's facts (the sweep goes on). The thermal
+    facts (cooldown before the row, temperatures at its start and end) are kept either way. A full disk is raised
     (the sweep stops: disk_full_error), never a failed row."""
     heat: dict[str, Any] = {}
     try:
@@ -139,29 +140,29 @@ def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path
             ident["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
         heat.update(thermal.before_row())
         try:
-            parts = execute(cfg, profile, models, row_dir, idle_power_w, pool)
+            facts = execute(cfg, profile, models, row_dir, idle_power_w, pool)
         finally:
             heat.update(thermal.after_row())
-        parts.identity = ident
-        parts.thermal = heat
-        return parts
+        facts.identity = ident
+        facts.thermal = heat
+        return facts
     except EdgebenchError as exc:
         if disk_full_cause(exc) is not None:
             raise
-        return RowParts(ident, thermal=heat, verdict=Verdict(failure=str(exc)))
+        return RowFacts(ident, thermal=heat, verdict=Verdict(failure=str(exc)))
     except Exception as exc:  # an internal bug must not cost the sweep its other rows
         if disk_full_cause(exc) is not None:
             raise
-        return RowParts(ident, thermal=heat, verdict=Verdict(failure=_internal_error(exc, row_dir)))
+        return RowFacts(ident, thermal=heat, verdict=Verdict(failure=_internal_error(exc, row_dir)))
 
 
-def _assemble(parts: RowParts, row_dir: Path) -> dict[str, Any]:
-    """The row of `parts`; a row that cannot be assembled (two writers of a column, a wrong type: a bug) is a
-    failed row that says so, and the sweep goes on."""
+def _assemble(facts: RowFacts, row_dir: Path) -> dict[str, Any]:
+    """The row of `facts`; a row that cannot be assembled (a step wrote a column it does not own, a wrong type: a
+    bug) is a failed row that says so, and the sweep goes on."""
     try:
-        return assemble_row(parts)
+        return build_row(facts)
     except ValueError as exc:
-        return assemble_row(RowParts(parts.identity, verdict=Verdict(failure=_internal_error(exc, row_dir))))
+        return build_row(RowFacts(facts.identity, verdict=Verdict(failure=_internal_error(exc, row_dir))))
 
 
 def _internal_error(exc: BaseException, row_dir: Path) -> str:

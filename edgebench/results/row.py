@@ -1,93 +1,74 @@
-"""The one place where the parts of a measurement become a results.csv row.
+"""A results.csv row as the row steps write it, and the computations of the steps that need nothing but the row.
 
-The pipeline hands over what it has, as plain dicts (`RowParts`); each part claims the columns it has keys for:
+pipeline/row_steps.py runs the row steps in order; each writes the columns results.schema says it owns (the
+`step` next to each column) and reads the columns of the steps before it. `Row.put` refuses a column the step does
+not own (RowAssemblyError names the step and the owner) and a value of the wrong type (ColumnTypeError). This module
+never calls into another stage: what a step needs from the measurement, the pipeline passes in as data.
 
-  identity   the config and the run (identity()): model ... placement, run_id, row_index, config_hash, ...
-  setup      what the row ran from (pipeline): weights, onnx_sha256, artifact_dir, options, warmup_s,
-             calibration_source, input_shapes, batch_note, accuracy_samples
-  backend    the backend's facts: provider and Prepared.info["row_fields"] (trt engines, ORT's DLA check)
-  metrics    the runner's summary of the window: throughput, latency percentiles, window, stability
-  telemetry  one part per sampler, in the profile's order (telemetry.row_fields.telemetry_fields of its timeline)
-  load       fixed-rate / SLO fields (runner.load.load_fields)
-  accuracy   agreement with the FP32 reference (evaluation.accuracy.row_fields)
-  labelled   the labelled data set and its scores (models.labelled)
-  kernels    tensor-core evidence from a kernel profile (pipeline.execute.kernel_fields)
-  thermal    the opt-in cooldown before the row and the temperature at its start and end (pipeline.cooldown)
-  slo        an SLO probe's slo_ms / slo_met / slo_verdict (runner.load.slo_fields): the one part that depends on
-             the outcome, so it comes as a function of (status, reason so far) that the outcome step calls
+The rules where more than one source could fill a column belong to the one step that owns it:
+  telemetry    one entry per sampler, in the profile's order (merge_telemetry): per column the first sampler that
+               measured it (dgpu lists nvml before host: GPU power fills the row); except throttled (true when
+               any sampler reported throttling, false when samplers looked and none did, empty when none could
+               tell), throttle_reasons (every sampler's, ';'-joined) and telemetry_source (every sampler, '+'-joined)
+  tensor_cores tensor_core_evidence is the kernel profile's text when a profile ran, else the backend's (TensorRT:
+               the layer precisions the engine builder chose)
+  slo          slo_ms is the SLO step's (the load step leaves the configured bound to it)
 
-A column claimed by two parts is refused (RowAssemblyError names the column and both parts), and every value must
-have its column's type (schema.type_problem; ColumnTypeError names the column and the part). Where two writers of
-one column are legitimate the choice is a rule stated here, never the order of dict updates:
-
-  tensor_core_evidence  the kernel profile's text when a profile ran (it saw the kernels that ran), else the
-                        backend's (TensorRT: the layer precisions the engine builder chose)
-  slo_ms                the SLO part's (load states the same configured bound)
-  telemetry columns     per column, the first sampler in the profile's order that measured it (dgpu lists nvml
-                        before host: GPU power fills the row); except
-    throttled           true when any sampler reported throttling (nvml clock-event reasons, Jetson sysfs
-                        evidence), false when samplers looked and none did, empty when none could tell
-    throttle_reasons    every sampler's reasons, ';'-joined in the profile's order
-    telemetry_source    every sampler, '+'-joined in the profile's order
-
-Derived after the parts (each from columns already in the row): energy_per_inference_mj (energy_j / samples)
-and, with an idle baseline that applies to the row, power_w_idle and energy_per_inference_dynamic_mj; then the
-power-calibration step (a function the pipeline hands over, telemetry.power_calibration): power_w_mean_calibrated,
-energy_per_inference_calibrated_mj and power_calibration, from the raw power columns, which stay as measured.
-Last, for a measured row (status ok or invalid), the empty_reasons step: why a column a reader could take for an
-answer is empty, one 'column[, column]: why' entry each, '; '-joined (why_empty):
-  throttled, throttle_reasons   not checked: none of the row's samplers (RowParts.samplers) reads throttling (empty
-                                throttled means not checked; false means checked and not throttled)
-  power_mode                    not switched by this sweep (power.modes not set)
-  gpu_sharing                   no CUDA placement in the row
-  power_w_idle, energy_per_inference_dynamic_mj
-                                no power in the row | no idle baseline (RowParts.idle_absent says why) | the baseline
-                                does not apply to the row (measured on GPU 0 only, the row's power covers other GPUs)
-
-status and reason are not columns a part writes but the row's Outcome, built by explicit steps in one order
-(outcome()): skipped by the plan | failed (the reason, then the GPU-sharing and probe notes; then the SLO part) | the
-runner's judgment, then invalid for each telemetry fault, invalid when throttled, then notes: GPU sharing, the probe; the SLO
-part, judged on the status and reason so far, and its note; layer profile, accuracy vs FP32, accuracy vs labels.
+status and reason are the outcome step's (outcome_fields), in one order: skipped by the plan | failed (the reason,
+then the GPU-sharing and probe notes) | the runner's judgment, then invalid for each telemetry fault, invalid when
+throttled, then notes: GPU sharing, the probe; then the SLO step's note (judged on the outcome so far:
+judged_outcome); then, unless failed, layer profile, accuracy vs FP32, accuracy vs labels.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench import __version__
 from edgebench.config.run_config import RunConfig
-from edgebench.results.schema import COLUMN_NAMES, ColumnTypeError, type_problem
+from edgebench.results.schema import COLUMN_STEPS, ColumnTypeError, type_problem
 
-PART_ORDER = ("identity", "setup", "backend", "metrics", "telemetry", "thermal", "load", "accuracy", "labelled",
-              "kernels", "slo")
-OUTCOME_COLUMNS = ("status", "reason")
-DERIVED = {"energy_per_inference_mj": "energy", "power_w_idle": "energy", "energy_per_inference_dynamic_mj": "energy",
-           "power_w_mean_calibrated": "calibration", "energy_per_inference_calibrated_mj": "calibration",
-           "power_calibration": "calibration", "empty_reasons": "empty_reasons"}
-# columns two parts may both write, and the part whose non-empty value wins (the rule in the docstring)
-PREFERRED = {"tensor_core_evidence": ("kernels", "backend"), "slo_ms": ("slo", "load")}
-# the SLO part: (status, reason so far) -> (slo columns, a note for the reason or "")
-SloJudge = Callable[[str, str], tuple[dict[str, Any], str]]
-# the power-calibration step: the row with its energy columns -> power_w_mean_calibrated, ..., power_calibration
-Calibrate = Callable[[dict[str, Any]], dict[str, Any]]
 TELEMETRY_JOINED = {"throttle_reasons": ";", "telemetry_source": "+"}
 THROTTLE_SOURCES = ("nvml", "jetson_throttle")  # the samplers that read throttling
 MEASURED = ("ok", "invalid")
 
 
 class RowAssemblyError(ValueError):
-    """Two parts wrote one column, or a part wrote a column that is not a part's to write: an internal error."""
+    """A step wrote a column it does not own (or one that is no column): an internal error."""
 
 
 class Row(dict):
-    """An assembled row: column -> value, and `writers`: column -> the part (or step) that wrote it."""
+    """An assembled row: column -> value; `writers`: column -> the step that wrote it; `notes`: step -> what it adds
+    to the reason (the outcome step reads them)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.writers: dict[str, str] = {}
+        self.notes: dict[str, str] = {}
+
+    def put(self, step: str, fields: Mapping[str, Any]) -> None:
+        """Write `step`'s columns; "" and None are both an empty cell (None, as the reader gives it back)."""
+        for name, value in check_fields(step, fields, step).items():
+            if name in self.writers:
+                raise RowAssemblyError(f"column {name!r} written twice: by step {self.writers[name]!r} and {step!r}")
+            self[name] = None if value == "" else value
+            self.writers[name] = step
+
+
+def check_fields(writer: str, fields: Mapping[str, Any], owner: str) -> Mapping[str, Any]:
+    """`fields` when every one is a column `owner` owns, with its column's type; `writer` names who wrote them."""
+    for name, value in fields.items():
+        if name not in COLUMN_STEPS:
+            raise RowAssemblyError(f"step {writer!r} wrote {name!r}, which is not a results column")
+        if COLUMN_STEPS[name] != owner:
+            raise RowAssemblyError(f"column {name!r} written by two steps: {writer!r} and {COLUMN_STEPS[name]!r}, "
+                                   f"its owner in results.schema")
+        if problem := type_problem(name, value):
+            raise ColumnTypeError(f"column {name!r} written by step {writer!r}: {problem}")
+    return fields
 
 
 @dataclass(frozen=True)
@@ -98,7 +79,7 @@ class IdleBaseline:
 
 @dataclass
 class Verdict:
-    """What decides status and reason, as the pipeline found it; outcome() applies it in its stated order."""
+    """What decides status and reason, as the pipeline found it; the outcome step applies it in its stated order."""
 
     skip_reason: str | None = None  # the plan dropped the config
     failure: str | None = None  # nothing measured: an instance died, a bad input, an internal error
@@ -111,29 +92,9 @@ class Verdict:
     labels_note: str = ""
 
 
-@dataclass
-class RowParts:
-    identity: dict[str, Any] = field(default_factory=dict)  # identity(): the sweep adds it to what execute measured
-    setup: dict[str, Any] = field(default_factory=dict)
-    backend: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    telemetry: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (sampler, fields), profile order
-    load: dict[str, Any] = field(default_factory=dict)
-    accuracy: dict[str, Any] = field(default_factory=dict)
-    labelled: dict[str, Any] = field(default_factory=dict)
-    kernels: dict[str, Any] = field(default_factory=dict)
-    thermal: dict[str, Any] = field(default_factory=dict)  # pipeline.cooldown: cooldown_s/_note, temp_c_start/_end
-    slo: SloJudge | None = None
-    calibrate: Calibrate | None = None
-    idle: IdleBaseline | None = None
-    idle_absent: str = ""  # why there is no idle baseline when idle is None (pipeline.empty_reasons.idle_absent)
-    samplers: tuple[str, ...] = ()  # the telemetry samplers the row ran, in the profile's order
-    verdict: Verdict = field(default_factory=Verdict)
-
-
 def identity(cfg: RunConfig, run_id: str, index: int, power_mode: str | None = None) -> dict[str, Any]:
-    """The identity part: what ran and where it sits in the run. `power_mode`: the mode as nvpmodel named it after
-    the switch (default: the config's)."""
+    """The identity step's columns: what ran and where it sits in the run. `power_mode`: the mode as nvpmodel named
+    it after the switch (default: the config's)."""
     return {
         "edgebench_version": __version__,
         "run_id": run_id,
@@ -164,10 +125,6 @@ class Outcome:
         self.status = status
         self.reasons = [reason] if reason else []
 
-    @classmethod
-    def failed(cls, reason: str) -> Outcome:
-        return cls("failed", reason)
-
     def invalidate(self, reason: str) -> None:
         if self.status == "ok":
             self.status = "invalid"
@@ -182,52 +139,42 @@ class Outcome:
         return "; ".join(self.reasons)
 
 
-def outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | None,
-            slo: SloJudge | None = None) -> tuple[Outcome, dict[str, Any]]:
-    """The row's status and reason, in the one order the module docstring states, and the SLO part's columns."""
-    slo_fields: dict[str, Any] = {}
+def judged_outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: str | None) -> Outcome:
+    """The outcome up to the SLO step's note (module docstring): its status is final, its reason so far."""
     if verdict.skip_reason is not None:
-        return Outcome("skipped", verdict.skip_reason), slo_fields
+        return Outcome("skipped", verdict.skip_reason)
     if verdict.failure is not None or verdict.judged is None:
-        out = Outcome.failed(verdict.failure or "no measurement")
-        for note in (*verdict.sharing_notes, verdict.probe_notes):
-            out.note(note)
+        out = Outcome("failed", verdict.failure or "no measurement")
     else:
         out = Outcome(*verdict.judged)
         for fault in verdict.telemetry_faults:
             out.invalidate(fault)
         if throttled:
             out.invalidate(f"device throttled: {throttle_reasons}")
-        for note in (*verdict.sharing_notes, verdict.probe_notes):
-            out.note(note)
-    if slo is not None:
-        slo_fields, slo_note = slo(out.status, out.reason)
+    for note in (*verdict.sharing_notes, verdict.probe_notes):
+        out.note(note)
+    return out
+
+
+def outcome_fields(verdict: Verdict, throttled: bool | None, throttle_reasons: str | None,
+                   slo_note: str = "") -> dict[str, Any]:
+    """The outcome step: status and reason, in the one order the module docstring states."""
+    out = judged_outcome(verdict, throttled, throttle_reasons)
+    if verdict.skip_reason is None:
         out.note(slo_note)
-    if out.status != "failed":
+    if out.status in MEASURED:
         for note in (verdict.layer_profile_note, *verdict.accuracy_notes, verdict.labels_note):
             out.note(note)
-    return out, slo_fields
+    return {"status": out.status, "reason": out.reason}
 
 
-# ----------------------------------------------------------------------------------------------- the parts
+# ----------------------------------------------------------------------------------------------- derived steps
 
-def _checked(part: str, fields: dict[str, Any]) -> dict[str, Any]:
-    for name, value in fields.items():
-        if name in OUTCOME_COLUMNS or (name in DERIVED and DERIVED[name] != part):
-            step = "the outcome" if name in OUTCOME_COLUMNS else f"the {DERIVED[name]} step"
-            raise RowAssemblyError(f"part {part!r} wrote column {name!r}, which only {step} of results.row writes")
-        if name not in COLUMN_NAMES:
-            raise RowAssemblyError(f"part {part!r} wrote {name!r}, which is not a results column")
-        if problem := type_problem(name, value):
-            raise ColumnTypeError(f"column {name!r} written by part {part!r}: {problem}")
-    return fields
-
-
-def merge_telemetry(samplers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """One telemetry part from the per-sampler parts, by the rules in the module docstring."""
+def merge_telemetry(samplers: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The telemetry step's columns from the per-sampler fields, by the rules in the module docstring."""
     out: dict[str, Any] = {}
     for sampler, fields in samplers:
-        for name, value in _checked(f"telemetry:{sampler}", fields).items():
+        for name, value in check_fields(f"telemetry:{sampler}", fields, "telemetry").items():
             if name == "throttled":
                 out[name] = value if out.get(name) is None else (bool(out[name]) or bool(value))
             elif name in TELEMETRY_JOINED:
@@ -240,44 +187,25 @@ def merge_telemetry(samplers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any
     return out
 
 
-def assemble_row(parts: RowParts) -> Row:
-    """The row of results.csv from its parts (module docstring: who writes what, the rules, the outcome)."""
-    row = Row()
-    claims: dict[str, list[tuple[str, Any]]] = {}
-    telemetry = merge_telemetry(parts.telemetry)
-    result, slo = outcome(parts.verdict, telemetry.get("throttled"), telemetry.get("throttle_reasons"), parts.slo)
-    named = {"identity": parts.identity, "setup": parts.setup, "backend": parts.backend, "metrics": parts.metrics,
-             "telemetry": telemetry, "load": parts.load, "accuracy": parts.accuracy, "labelled": parts.labelled,
-             "kernels": parts.kernels, "thermal": parts.thermal, "slo": slo}
-    for part in PART_ORDER:
-        for name, value in _checked(part, named[part]).items():
-            claims.setdefault(name, []).append((part, value))
-    for name, writers in claims.items():
-        part, value = writers[0]
-        if len(writers) > 1:
-            rule = PREFERRED.get(name)
-            if rule is None or any(p not in rule for p, _ in writers):
-                raise RowAssemblyError(f"column {name!r} written by two parts: "
-                                       + " and ".join(repr(p) for p, _ in writers))
-            by_part = dict(writers)
-            part = next((p for p in rule if by_part.get(p) is not None), rule[0])
-            value = by_part.get(part)
-        _put(row, name, value, part)
-    _derive_energy(row, parts.idle)
-    if parts.calibrate is not None:
-        for name, value in _checked("calibration", parts.calibrate(row)).items():
-            _put(row, name, value, "calibration")
-    _put(row, "status", result.status, "outcome")
-    _put(row, "reason", result.reason, "outcome")
-    if result.status in MEASURED:
-        absent = None if parts.idle is not None else (parts.idle_absent or "no idle baseline for this sweep")
-        _put(row, "empty_reasons", why_empty(row, parts.samplers, absent), "empty_reasons")
-    return row
+def energy_fields(row: Mapping[str, Any], idle: IdleBaseline | None) -> dict[str, Any]:
+    """The energy step: energy_per_inference_mj (energy_j / samples), and with an idle baseline that applies to the
+    row (a gpu-board row only when the baseline covers its GPUs) power_w_idle and energy_per_inference_dynamic_mj."""
+    energy_j, samples = row.get("energy_j"), row.get("samples")
+    if energy_j is None or not samples:
+        return {}
+    fields = {"energy_per_inference_mj": energy_j * 1000.0 / samples}
+    power_w = row.get("power_w_mean")
+    if idle is None or power_w is None or (row.get("power_scope") == "gpu-board" and not idle.gpu_board_ok):
+        return fields
+    dynamic_j = (power_w - idle.power_w) * row["window_s"]
+    return {**fields, "power_w_idle": idle.power_w, "energy_per_inference_dynamic_mj": dynamic_j * 1000.0 / samples}
 
 
-def why_empty(row: dict[str, Any], samplers: Sequence[str], idle_absent: str | None) -> str | None:
-    """The empty_reasons cell of a measured row (module docstring), or None when no column needs one. `idle_absent`:
-    why there is no idle baseline; None when there is one (an empty power_w_idle then means it does not apply)."""
+def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str | None) -> str | None:
+    """The empty_reasons step for a measured row (status ok or invalid): why a column a reader could take for an
+    answer is empty, one 'column[, column]: why' entry each, '; '-joined, or None when no column needs one.
+    `idle_absent`: why there is no idle baseline; None when there is one (an empty power_w_idle then means it does
+    not apply: measured on GPU 0 only, the row's power covers other GPUs)."""
     out = []
     if row.get("throttled") is None:
         ran = ", ".join(samplers) or "none"
@@ -296,22 +224,3 @@ def why_empty(row: dict[str, Any], samplers: Sequence[str], idle_absent: str | N
             why = "the idle baseline was measured on GPU 0 only; this row's power covers other GPUs"
         out.append(f"power_w_idle, energy_per_inference_dynamic_mj: {why}")
     return "; ".join(out) or None
-
-
-def _put(row: Row, name: str, value: Any, writer: str) -> None:
-    row[name] = None if value == "" else value  # "" and None are both an empty cell: None, as the reader gives
-    row.writers[name] = writer
-
-
-def _derive_energy(row: Row, idle: IdleBaseline | None) -> None:
-    """energy_per_inference_mj, and the dynamic energy above an idle baseline that applies to the row."""
-    energy_j, samples = row.get("energy_j"), row.get("samples")
-    if energy_j is None or not samples:
-        return
-    _put(row, "energy_per_inference_mj", energy_j * 1000.0 / samples, "energy")
-    power_w = row.get("power_w_mean")
-    if idle is None or power_w is None or (row.get("power_scope") == "gpu-board" and not idle.gpu_board_ok):
-        return
-    _put(row, "power_w_idle", idle.power_w, "energy")
-    dynamic_j = (power_w - idle.power_w) * row["window_s"]
-    _put(row, "energy_per_inference_dynamic_mj", dynamic_j * 1000.0 / samples, "energy")

@@ -160,8 +160,8 @@ class ResultsStore:
 
     def append(self, row: dict[str, Any]) -> None:
         """Write one row and fsync it. Unknown keys and a value of the wrong type for its column (schema.type_problem)
-        are internal errors naming the column and the part that wrote it (a row from results.row.assemble_row
-        knows its writers); missing keys are left empty."""
+        are internal errors naming the column and the step that wrote it (a results.row.Row, as the row steps build
+        it, knows its writers); missing keys are left empty."""
         unknown = [k for k in row if k not in COLUMN_NAMES]
         if unknown:
             raise ValueError(f"{self.path}: unknown results column(s): {', '.join(map(str, unknown))}")

@@ -222,7 +222,8 @@ def run_fake_sweep(board: Board, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     from edgebench.models.artifacts import Artifacts
     from edgebench.pipeline import sweep
     from edgebench.pipeline.plan import expand
-    from edgebench.results.row import RowParts, Verdict
+    from edgebench.pipeline.row_steps import RowFacts
+    from edgebench.results.row import Verdict
     from edgebench.results.store import ResultsStore
 
     monkeypatch.setattr(os, "geteuid", lambda: 0)
@@ -230,7 +231,7 @@ def run_fake_sweep(board: Board, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     planned = expand(prof, Env.detect())
 
     def fake_execute(cfg, profile, models, row_dir, idle_power_w=None, pool=None):
-        return RowParts(verdict=Verdict(judged=("ok", f"ran in {board.state()['modes'][str(board.state()['mode'])]}")))
+        return RowFacts(verdict=Verdict(judged=("ok", f"ran in {board.state()['modes'][str(board.state()['mode'])]}")))
 
     monkeypatch.setattr(sweep, "execute", fake_execute)
     run_dir = tmp_path / "run"

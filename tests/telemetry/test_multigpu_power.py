@@ -191,7 +191,7 @@ def test_idle_baseline_of_gpu0_is_not_subtracted_from_other_gpus():
 
 
 def test_int8_rows_name_their_calibration_source():
-    from edgebench.pipeline.execute import calibration_label
+    from edgebench.pipeline.row_steps import calibration_label
 
     sidecar = {"calibration": {"source": "synthetic", "seed": 0, "count": 32, "sha256": "ab" * 32}}
     assert calibration_label(sidecar) == "synthetic (32 samples, seed 0, sha256 abababababababab)"
