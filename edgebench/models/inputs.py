@@ -544,8 +544,3 @@ def vocab_from(inputs: tuple[InputDesc, ...], data: Mapping[str, np.ndarray], so
             d = dataclasses.replace(d, vocab=int(ids.max()) + 1)
         out.append(d)
     return tuple(out)
-
-
-def legacy_input(name: str, dtype: str, shape: tuple[int, ...]) -> InputDesc:
-    """The InputDesc of a one-input artifact described by name, dtype and per-sample shape."""
-    return InputDesc(name, dtype, tuple(shape), role_for(name, dtype, tuple(shape)))

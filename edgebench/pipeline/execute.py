@@ -106,12 +106,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     clock_inputs = time.monotonic()
     labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
     if labelled is not None:
-        acc_in = {spec.input_name: labelled.inputs}
+        acc_in = {spec.first_input.name: labelled.inputs}
         parts.setup["accuracy_samples"] = len(labelled.labels)
         parts.labelled = labelled.row_fields()
     elif cfg.accuracy_samples > 0:
-        acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
-        parts.setup["accuracy_samples"] = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
+        acc_in = accuracy_feeds(prepared.inputs, cfg.accuracy_samples, cfg.seed, spec.data)
+        parts.setup["accuracy_samples"] = sample_count(acc_in, prepared.inputs)  # real data may hold fewer
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
     if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
         orchestrator.prewarm(cfg, prepared, pool)
@@ -261,14 +261,14 @@ def _by_name(outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -
 def prepared_input_shapes(prepared: Any, batch: int) -> str:
     """'input_ids:int64[8x128];attention_mask:int64[8x128]': what every inference was fed."""
 
-    return describe_inputs(prepared.input_set, batch)
+    return describe_inputs(prepared.inputs, batch)
 
 
 def batch_note(spec: ModelSpec, batch: int) -> str | None:
     """Says so when the model's graph fixes the batch (the sweep's batches then do not apply)."""
     fixed = spec.fixed_batch
     notes = [] if fixed is None else [f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"]
-    unbatched = [d.name for d in spec.input_set if d.batch_axis is None]
+    unbatched = [d.name for d in spec.inputs if d.batch_axis is None]
     if unbatched:
         notes.append(f"no batch axis (fed as is): {', '.join(unbatched)}")
     return "; ".join(notes) or None
