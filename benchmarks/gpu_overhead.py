@@ -51,7 +51,7 @@ def bare_torch(spec, batch: int, seconds: float) -> float:
     from edgebench.models.export import build_torch_model
 
     model = build_torch_model(spec).eval().half().cuda()
-    x = torch.from_numpy(make_input((batch, *spec.input_shape), "float32", 0)).half().cuda()
+    x = torch.from_numpy(make_input((batch, *spec.first_input.shape), "float32", 0)).half().cuda()
     stream = torch.cuda.Stream()
 
     def step() -> None:
@@ -119,7 +119,7 @@ def main() -> int:
                     elif fw == "torch":
                         bare.append(bare_torch(spec, batch, args.seconds))
                     else:
-                        bare.append(bare_ort(artifact.onnx_path, spec.input_name, (batch, *spec.input_shape),
+                        bare.append(bare_ort(artifact.onnx_path, spec.first_input.name, (batch, *spec.first_input.shape),
                                              args.seconds))
                 print(f"  {fw} {precision} b{batch} pair {r + 1}: bare {bare[-1]:.1f}, edgebench {eb[-1]:.1f} img/s",
                       flush=True)

@@ -82,7 +82,7 @@ def main() -> int:
     spec = load_model_spec(args.model)
     art = export_onnx(spec, Artifacts())
     artifact = ModelArtifact(model=spec.name, precision="fp32", onnx_path=str(art.path), sha256=art.sha256,
-                             input_name=spec.input_name, input_shape=spec.input_shape)
+                             inputs=spec.inputs)
     print(f"model {spec.name} ({spec.weights_label}), {args.threads} threads, window {args.seconds} s, "
           f"{args.repeats} repeats, telemetry {'off' if args.no_telemetry else 'host sampler on'}", flush=True)
     results = []
@@ -96,7 +96,7 @@ def main() -> int:
             got = {}
             for side in order:
                 if side == "bare":
-                    got[side] = bare_loop_ips(str(art.path), spec.input_name, (batch, *spec.input_shape),
+                    got[side] = bare_loop_ips(str(art.path), spec.first_input.name, (batch, *spec.first_input.shape),
                                               args.threads, args.seconds, 1.0)
                 else:
                     got[side] = edgebench_ips(cfg, artifact, not args.no_telemetry)

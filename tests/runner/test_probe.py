@@ -38,7 +38,7 @@ class MarkingBackend:
     name = "marking"
 
     def open(self, prepared: Prepared, placement: Placement) -> MarkingSession:
-        return MarkingSession(prepared.input_name)
+        return MarkingSession(prepared.first_input.name)
 
 
 class MarkingSession(NullSession):
@@ -59,7 +59,7 @@ class BrokenOutputsBackend:
     name = "broken"
 
     def open(self, prepared: Prepared, placement: Placement) -> NullSession:
-        return BrokenOutputsSession(prepared.input_name)
+        return BrokenOutputsSession(prepared.first_input.name)
 
 
 class BrokenOutputsSession(NullSession):
@@ -75,7 +75,7 @@ class HangingOpenBackend:
     def open(self, prepared: Prepared, placement: Placement) -> NullSession:
         if os.environ.get("EDGEBENCH_TEST_HANG") == "1":
             time.sleep(3600)
-        return NullSession(prepared.input_name)
+        return NullSession(prepared.first_input.name)
 
 
 def _pids(marks: Path, what: str) -> set[int]:
