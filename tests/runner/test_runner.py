@@ -216,7 +216,7 @@ def test_accuracy_inputs_of_the_wrong_shape_are_refused():
 
 def test_unknown_backend_is_refused_before_any_child_starts():
     cfg = make_cfg(1)
-    prepared = Prepared("nope", "x.onnx", "input", (2, *SAMPLE_SHAPE), "float32", "fp32")
+    prepared = Prepared("nope", "x.onnx", (InputDesc("input", shape=SAMPLE_SHAPE),), 2, "fp32")
     with pytest.raises(BackendError, match="unknown backend 'nope'"):
         run_instances(cfg, prepared)
 
@@ -245,7 +245,8 @@ def test_probe_runs_with_the_instances_thread_env_in_its_own_process_not_an_inst
     # was test_children_run_with_thread_env_in_their_own_process_group, which read the env from instance 0's
     # accuracy pass; the accuracy pass now runs in the probe process (issue 19), so the probe's env is checked
     cfg = make_cfg(1, batch=1, threads_per_instance=3)
-    prepared = Prepared(f"{__name__}:EnvProbeBackend", "x.onnx", "input", (1, *SAMPLE_SHAPE), "float32", "fp32")
+    prepared = Prepared(f"{__name__}:EnvProbeBackend", "x.onnx", (InputDesc("input", shape=SAMPLE_SHAPE),), 1,
+                        "fp32")
     out = run_instances(cfg, prepared, accuracy_inputs=np.zeros((1, *SAMPLE_SHAPE), np.float32))
     assert out.status == "ok", out.reason
     omp, threads, pid, pgid = out.accuracy_outputs["env"][0]  # type: ignore[index]
