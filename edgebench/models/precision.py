@@ -313,8 +313,8 @@ def _output_classes(path: str) -> int | None:
 def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes") -> ModelSpec:
     """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`).
 
-    source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph (a spec's input_shape
-    is checked against it as before). Exported models (torchvision/builtin) fix every axis but the batch, so
+    source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph, unless the spec lists
+    `inputs:` (its single-input keys never overrode the graph). Exported models (torchvision/builtin) fix every axis but the batch, so
     shapes given for them are only checked against the spec (unknown input, rank, contradicting dim)."""
     import dataclasses
 
