@@ -272,7 +272,6 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
 
     in_names = [d.name for d in spec.inputs]
     out_names = list(spec.output_names)
-    names = {"input_names": in_names, "output_names": out_names}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's DeprecationWarning
@@ -281,7 +280,7 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
                          **{n: {0: "batch"} for n in out_names}} if spec.dynamic_batch else None)
                 torch.onnx.export(
                     model, example, str(out), opset_version=spec.opset, dynamo=False,
-                    dynamic_axes=axes, do_constant_folding=True, **names,
+                    dynamic_axes=axes, do_constant_folding=True, input_names=in_names, output_names=out_names,
                 )
             else:
                 dim = torch.export.Dim("batch", min=1)
@@ -289,8 +288,10 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
                           if spec.dynamic_batch else None)
                 program = torch.onnx.export(
                     model, example, None, opset_version=spec.opset, dynamo=True,
-                    dynamic_shapes=shapes, external_data=False, verbose=False, **names,
+                    dynamic_shapes=shapes, external_data=False, verbose=False, input_names=in_names,
+                    output_names=out_names,
                 )
+                assert program is not None  # dynamo=True returns the ONNXProgram
                 program.save(str(out), external_data=False)
     except ModelError:
         raise

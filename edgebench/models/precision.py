@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 RUNTIME_MODE_PRECISIONS = ("tf32", "bf16", "amp")  # served from the FP32 file
 FP16_SETTINGS = {"converter": "onnxruntime.transformers.float16.convert_float_to_float16", "keep_io_types": True}
-INT8_SETTINGS = {
+INT8_SETTINGS: dict[str, Any] = {
     "quantizer": "onnxruntime.quantization.quantize_static",
     "quant_format": "QDQ",
     "per_channel": True,
@@ -243,7 +243,7 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
             activation_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,
             nodes_to_exclude=list(exclude),
-            extra_options=dict(INT8_SETTINGS["extra_options"]),  # type: ignore[arg-type]
+            extra_options=dict(INT8_SETTINGS["extra_options"]),
         )
     except ModelError:
         raise
