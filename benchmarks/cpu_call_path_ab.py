@@ -46,7 +46,7 @@ from stats import bootstrap_median_ci  # noqa: E402
 
 from edgebench.backends.base import Placement, Prepared  # noqa: E402
 from edgebench.backends.ort import OrtSession  # noqa: E402
-from edgebench.models.inputs import make_input  # noqa: E402
+from edgebench.models.inputs import InputDesc, make_input  # noqa: E402
 from edgebench.runner import worker  # noqa: E402
 
 
@@ -105,8 +105,8 @@ def main() -> int:
     shape = tuple(d if isinstance(d, int) else 1 for d in inp.shape)
     names = [o.name for o in eb_opts.get_outputs()]
     feeds = {inp.name: make_input(shape, "float32", 0)}
-    prepared = Prepared(backend="ort", model_path=onnx, input_name=inp.name, input_shape=shape,
-                        input_dtype="float32", precision="fp32")
+    prepared = Prepared(backend="ort", model_path=onnx, inputs=(InputDesc(inp.name, shape=shape[1:]),),
+                        batch=shape[0], precision="fp32")
     session = OrtSession(prepared, Placement(device="cpu", instance=0, threads=1))
     session.feed(feeds)
 

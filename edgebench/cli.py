@@ -324,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         fixed_batch_refusal(spec, batch, args.onnx)
         if args.data:  # read it now: a wrong file or array is an error before anything runs
 
-            load_data(args.data, spec.input_set)
+            load_data(args.data, spec.inputs)
         onnx_specs[spec.name] = spec
         model = spec.name
         if spec.fixed_batch is not None:
@@ -344,7 +344,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             import dataclasses
 
 
-            load_data(args.data, spec.input_set)
+            load_data(args.data, spec.inputs)
             onnx_specs[model] = dataclasses.replace(spec, data=args.data)
         batch = batch or 1
     sweep: dict[str, Any] = {
@@ -371,7 +371,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def shapes_batches(spec: Any, shapes: dict[str, tuple[int, ...]]) -> set[int]:
     """The batch each --shapes entry gives, read on its input's batch axis (inputs with none give no batch)."""
-    axes = {d.name: d.batch_axis for d in spec.input_set}
+    axes = {d.name: d.batch_axis for d in spec.inputs}
     return {dims[axes[name]] for name, dims in shapes.items()
             if axes.get(name) is not None and len(dims) > axes[name]}  # type: ignore[index]
 
@@ -381,7 +381,7 @@ def fixed_batch_refusal(spec: Any, batch: int | None, path: str) -> None:
     fixed = spec.fixed_batch
     if batch is None or fixed is None or batch == fixed:
         return
-    d = next(d for d in spec.input_set if d.batch_axis is not None and d.batch_axis not in d.dynamic_axes)
+    d = next(d for d in spec.inputs if d.batch_axis is not None and d.batch_axis not in d.dynamic_axes)
     raise ModelError(f"{path}: input '{d.name}' has a fixed batch of {fixed} (shape {list(d.full_shape(fixed))}, "
                      f"batch axis {d.batch_axis}), batch {batch} was requested (shape {list(d.full_shape(batch))}); "
                      "export it with a dynamic batch axis")

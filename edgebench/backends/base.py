@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from edgebench.models.inputs import legacy_input, synthetic
+from edgebench.models.inputs import synthetic
 from edgebench.models.model_artifact import ModelArtifact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,31 +31,28 @@ class Prepared:
 
     backend: str
     model_path: str
-    input_name: str
-    input_shape: tuple[int, ...]  # full shape, batch first
-    input_dtype: str
+    inputs: tuple[InputDesc, ...]  # every input, per-sample shapes (edgebench.models.inputs)
+    batch: int
     precision: str
     options: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)  # recorded in the row (provider, hashes, ...)
-    inputs: tuple[InputDesc, ...] = ()  # every input, per-sample shapes; empty = the one input above
 
     @property
-    def input_set(self) -> tuple[InputDesc, ...]:
-        return self.inputs or (legacy_input(self.input_name, self.input_dtype, tuple(self.input_shape[1:])),)
+    def first_input(self) -> InputDesc:
+        """The first input: the one a one-input path means (a bare .npy of accuracy inputs)."""
+        return self.inputs[0]
 
     def feeds(self, batch: int, seed: int) -> dict[str, np.ndarray]:
         """Seeded synthetic data for every input at `batch` (edgebench.models.inputs.synthetic)."""
 
-        return synthetic(self.input_set, batch, seed)
+        return synthetic(self.inputs, batch, seed)
 
     @classmethod
     def for_artifact(cls, backend: str, cfg: RunConfig, model: ModelArtifact, *, precision: str | None = None,
                      options: dict[str, Any] | None = None, info: dict[str, Any] | None = None) -> Prepared:
-        """The usual Prepared: the artifact's file and input at the config's batch size."""
-        return cls(backend=backend, model_path=model.onnx_path, input_name=model.input_name,
-                   input_shape=(cfg.batch, *model.input_shape), input_dtype=model.input_dtype,
-                   precision=precision or model.precision, options=dict(options or {}), info=dict(info or {}),
-                   inputs=tuple(model.inputs))
+        """The usual Prepared: the artifact's file and inputs at the config's batch size."""
+        return cls(backend=backend, model_path=model.onnx_path, inputs=tuple(model.inputs), batch=cfg.batch,
+                   precision=precision or model.precision, options=dict(options or {}), info=dict(info or {}))
 
 
 @dataclass(frozen=True)

@@ -112,8 +112,8 @@ class NullBackend:
         if faulty and opts["fail_phase"] == "open":
             _inject(opts["fail_how"], placement.instance, "open", 0)
         if faulty or opts["sleep_s"] > 0 or opts["serial_device"]:
-            return ScriptedNullSession(prepared.input_name, placement.instance, opts, faulty)
-        return NullSession(prepared.input_name)
+            return ScriptedNullSession(prepared.first_input.name, placement.instance, opts, faulty)
+        return NullSession(prepared.first_input.name)
 
 
 class NullSession:

@@ -155,9 +155,9 @@ class TorchBackend:
         if spec.source not in ("torchvision", "builtin"):
             raise BackendError(f"torch backend: model {model.model!r} is source {spec.source}, it has no torch module")
         if opts["channels_last"] and not any(len(d.shape) == 3 and d.dtype.startswith("float")
-                                             for d in model.input_set):
+                                             for d in model.inputs):
             raise BackendError(f"torch backend: channels_last needs an NCHW input; {model.model} has per-sample shape "
-                               f"{list(model.input_shape)}")
+                               f"{list(model.first_input.shape)}")
         seed = model.sidecar.get("seed", 0)  # the seed the ONNX was exported with: same weights as the ONNX
         seed = seed if type(seed) is int else 0
         provider = "torch-" + ("compile" if opts["compile"] else "eager") + ("+cudagraph" if opts["cuda_graph"] else "")
@@ -198,18 +198,20 @@ class TorchSession:
         import torch
 
 
-        self._where, self._batch, self._label = f"instance {placement.instance}", prepared.input_shape[0], placement.device
+        self._where, self._batch, self._label = f"instance {placement.instance}", prepared.batch, placement.device
         device = parse_device(placement.device)
         if device is None:
             raise BackendError(f"{self._where}: no torch device for placement {placement.device!r}")
         opts = {k: prepared.options.get(k, v) for k, v in OPTION_DEFAULTS.items()}
-        self._inputs = prepared.input_set  # several named inputs: forward(*inputs) in this order
+        self._inputs = prepared.inputs  # several named inputs: forward(*inputs) in this order
         self._channels_last, self._use_graph = bool(opts["channels_last"]), bool(opts["cuda_graph"])
         self._compiled, self._autocast = bool(opts["compile"]), prepared.precision == "amp"
         self._dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
         self._stream: Any = None
         self._stream_owner = 0
-        self._graph = self._xs = self._y = None
+        self._graph: Any = None  # torch.cuda.CUDAGraph once captured
+        self._xs: Any = None  # the staged input tensors (list), forward(*xs)
+        self._y: Any = None
         if device[0] == "cuda":
             seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
             if device[1] >= seen:

@@ -331,7 +331,7 @@ def make_calibrator(plan: logic.BuildPlan, model: ModelArtifact, root: Path,
 
 
     record = model.sidecar.get("calibration") or {}
-    data = calibration.recorded_calibration(record, model.input_shape)
+    data = calibration.recorded_calibration(record, model.first_input.shape)
     assert plan.calibration_batch is not None and plan.calibration_sha256 is not None
     cache = calibration_cache_path(root, plan.onnx_sha256, trt.__version__, plan.calibration_batch,
                                    plan.calibration_sha256)
@@ -397,8 +397,8 @@ class TrtSession:
         self.buffers: dict[str, int] = {}
         self.host: dict[str, np.ndarray] = {}
         self.inputs: list[str] = []
-        batch = prepared.input_shape[0]
-        self._bind({d.name: d.full_shape(batch) for d in prepared.input_set})
+        batch = prepared.batch
+        self._bind({d.name: d.full_shape(batch) for d in prepared.inputs})
 
     def _bind(self, input_shapes: dict[str, tuple[int, ...]]) -> None:
         import numpy as np

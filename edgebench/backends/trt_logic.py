@@ -383,11 +383,11 @@ def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv
 
     strategy = precision_strategy(cfg.precision, env, target, options["int8_calibration"])
     path, sha = source_onnx(strategy, model)
-    shape = (cfg.batch, *model.input_shape)
-    profile = tuple(e.as_tuple() for e in optimisation_profile(model.input_set, cfg.batch))
-    if strategy.calibrate and len(model.input_set) > 1:
+    shape = (cfg.batch, *model.first_input.shape)
+    profile = tuple(e.as_tuple() for e in optimisation_profile(model.inputs, cfg.batch))
+    if strategy.calibrate and len(model.inputs) > 1:
         raise BackendError(f"{model.model}: implicit INT8 calibration (int8_calibration=entropy) feeds one input; "
-                           f"this model has {len(model.input_set)} - use the QDQ ONNX (int8_calibration=explicit)")
+                           f"this model has {len(model.inputs)} - use the QDQ ONNX (int8_calibration=explicit)")
     notes = []
     if target.device_type == "dla":
         notes.append(f"DLA core {target.dla_core}, GPU fallback {'on' if options['gpu_fallback'] else 'off'}")
@@ -397,13 +397,13 @@ def build_plan(cfg: RunConfig, model: ModelArtifact, target: Target, env: TrtEnv
         if not record.get("sha256") or not record.get("count"):
             raise BackendError(f"{model.onnx_path}: implicit INT8 needs the recorded calibration set "
                                "(the int8 artifact's sidecar has no calibration record)")
-        calib_batch = calibration_batch_size(onnx_fixed_batch(path, model.input_name), int(record["count"]))
+        calib_batch = calibration_batch_size(onnx_fixed_batch(path, model.first_input.name), int(record["count"]))
         calib_sha = str(record["sha256"])
     if strategy.calibrate and target.device_type == "dla" and options["int8_calibration"] == "auto":
         notes.append(f"INT8 on {target.label}: entropy calibration (auto: TensorRT {env.trt_version} has no explicit "
                      "Q/DQ INT8 on DLA)")
     return BuildPlan(onnx_path=path, onnx_sha256=sha, precision=cfg.precision, strategy=strategy,
-                     input_name=model.input_name, min_shape=shape, opt_shape=shape, max_shape=shape, target=target,
+                     input_name=model.first_input.name, min_shape=shape, opt_shape=shape, max_shape=shape, target=target,
                      gpu_fallback=bool(options["gpu_fallback"]) and target.device_type == "dla",
                      workspace_mib=int(options["workspace_mib"]), calibration_batch=calib_batch,
                      calibration_sha256=calib_sha, notes=tuple(notes), profile=profile)

@@ -68,7 +68,8 @@ def _from_labelled(labelled: dict[str, Any] | None, shape: tuple[int, ...], samp
     if not labelled or not labelled.get("dataset"):
         raise ModelError("calibration.source is 'labelled' but no labelled data set is given "
                          "(accuracy.dataset / --dataset)")
-    pre = Preprocess(**{k: tuple(v) if isinstance(v, list) else v for k, v in labelled["preprocess"].items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in labelled["preprocess"].items()}
+    pre = Preprocess(**fields)
     if (pre.channels, pre.height, pre.width) != tuple(shape):
         raise ModelError(f"calibration: preprocessing gives {[pre.channels, pre.height, pre.width]}, "
                          f"the model takes {list(shape)}")
@@ -145,15 +146,16 @@ def _load_image(path: Path, shape: tuple[int, ...]) -> np.ndarray:
         ) from None
     channels, height, width = shape
     try:
-        with Image.open(path) as img:
-            img = img.convert("RGB" if channels == 3 else "L").resize((width, height), Image.BILINEAR)
+        bilinear = getattr(Image, "Resampling", Image).BILINEAR  # Image.Resampling from Pillow 9.1
+        with Image.open(path) as src:
+            img = src.convert("RGB" if channels == 3 else "L").resize((width, height), bilinear)
             arr = np.asarray(img, dtype=np.float32) / 255.0
     except OSError as exc:
         raise ModelError(f"{path}: not a readable image ({exc})") from None
     if channels == 1:
         return ((arr - IMAGENET_MEAN[0]) / IMAGENET_STD[0])[None]
-    arr = (arr - np.asarray(IMAGENET_MEAN, dtype=np.float32)) / np.asarray(IMAGENET_STD, dtype=np.float32)
-    return arr.transpose(2, 0, 1)
+    normed = (arr - np.asarray(IMAGENET_MEAN, dtype=np.float32)) / np.asarray(IMAGENET_STD, dtype=np.float32)
+    return normed.transpose(2, 0, 1)
 
 
 def calibration_feeds(
@@ -176,7 +178,7 @@ def calibration_feeds(
     if len(inputs) == 1 and inputs[0].dtype == "float32" and inputs[0].batch_axis == 0 and not npz:
         data, record = calibration_batches(source, inputs[0].shape, samples, seed)
         return {inputs[0].name: data}, record
-    record: dict[str, Any] = {"source": source, "seed": seed}
+    record = {"source": source, "seed": seed}
     if source == "synthetic":
         feeds = synthetic(inputs, samples, seed)
     else:

@@ -150,7 +150,7 @@ def _recalibrate_batchnorm(model: torch.nn.Module, spec: ModelSpec, seed: int) -
         bn.momentum = None  # cumulative average over the batches below
         bn.train()
     gen = torch.Generator().manual_seed(seed + 1)
-    inputs = spec.input_set
+    inputs = spec.inputs
     with torch.no_grad():
         for i in range(BN_RECALIBRATION_BATCHES):
             if len(inputs) == 1 and inputs[0].dtype == "float32":  # the one-input draw, as before several inputs
@@ -202,8 +202,8 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
 
     model = build_torch_model(spec, seed)
     batch = PARITY_BATCH if spec.dynamic_batch else 1
-    feeds = synthetic(spec.input_set, batch, seed)
-    example = tuple(torch.from_numpy(feeds[d.name]) for d in spec.input_set)
+    feeds = synthetic(spec.inputs, batch, seed)
+    example = tuple(torch.from_numpy(feeds[d.name]) for d in spec.inputs)
     before = set(tmp.parent.iterdir())
     t0 = time.perf_counter()
     _run_exporter(spec, model, example, exporter, tmp)
@@ -256,7 +256,7 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
             f"seeded random init (seed {seed}); BatchNorm statistics re-estimated on "
             f"{BN_RECALIBRATION_BATCHES}x{BN_RECALIBRATION_BATCH_SIZE} seeded synthetic samples"
         ),
-        "input": {"name": info.input_name, "shape": [info.batch, *info.input_shape], "dtype": info.input_dtype},
+        "input": first_input_record(info),
         "output": {"name": info.output_names[0], "shape": out_shape},
         "inputs": [{"name": g.name, "shape": list(g.dims), "dtype": g.dtype} for g in info.inputs],
         "outputs": [{"name": o.name, "shape": _value_shape(o)} for o in proto.graph.output],
@@ -270,27 +270,28 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
                   out: Path) -> None:
     import torch
 
-    in_names = [d.name for d in spec.input_set]
+    in_names = [d.name for d in spec.inputs]
     out_names = list(spec.output_names)
-    names = {"input_names": in_names, "output_names": out_names}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's DeprecationWarning
             if exporter == "torchscript":  # each input's batch on its own axis (a state [layers, batch, hidden]: 1)
-                axes = ({**{d.name: {d.batch_axis: "batch"} for d in spec.input_set if d.batch_axis is not None},
+                axes = ({**{d.name: {d.batch_axis: "batch"} for d in spec.inputs if d.batch_axis is not None},
                          **{n: {0: "batch"} for n in out_names}} if spec.dynamic_batch else None)
                 torch.onnx.export(
                     model, example, str(out), opset_version=spec.opset, dynamo=False,
-                    dynamic_axes=axes, do_constant_folding=True, **names,
+                    dynamic_axes=axes, do_constant_folding=True, input_names=in_names, output_names=out_names,
                 )
             else:
                 dim = torch.export.Dim("batch", min=1)
-                shapes = (tuple({d.batch_axis: dim} if d.batch_axis is not None else None for d in spec.input_set)
+                shapes = (tuple({d.batch_axis: dim} if d.batch_axis is not None else None for d in spec.inputs)
                           if spec.dynamic_batch else None)
                 program = torch.onnx.export(
                     model, example, None, opset_version=spec.opset, dynamo=True,
-                    dynamic_shapes=shapes, external_data=False, verbose=False, **names,
+                    dynamic_shapes=shapes, external_data=False, verbose=False, input_names=in_names,
+                    output_names=out_names,
                 )
+                assert program is not None  # dynamo=True returns the ONNXProgram
                 program.save(str(out), external_data=False)
     except ModelError:
         raise
@@ -313,7 +314,7 @@ def _parity(spec: ModelSpec, model: torch.nn.Module, path: Path, example: tuple[
         out = model(*example)
     refs = [t.numpy() for t in (out if isinstance(out, (tuple, list)) else (out,))]
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    gots = sess.run(None, {d.name: t.numpy() for d, t in zip(spec.input_set, example, strict=True)})
+    gots = sess.run(None, {d.name: t.numpy() for d, t in zip(spec.inputs, example, strict=True)})
     per_output: dict[str, float] = {}
     for name, got, ref in zip(spec.output_names, gots, refs, strict=False):
         if got.shape != ref.shape:
@@ -339,7 +340,8 @@ def _import_external(spec: ModelSpec, cache: Artifacts) -> Artifact:
     import onnx
 
     src = Path(spec.onnx_path or "")
-    info = load_external_onnx(src, expected_shape=tuple(spec.input_shape), batch=None)
+    info = load_external_onnx(src, expected_shape=spec.first_input.shape if spec.inputs else None,
+                              batch=None)
     inputs = {
         "recipe": EXPORT_RECIPE,
         "source": "onnx",
@@ -358,10 +360,10 @@ def _import_external(spec: ModelSpec, cache: Artifacts) -> Artifact:
             "source_sha256": inputs["file_sha256"],
             "opset": info.opset,
             "weights": spec.weights_label,
-            "input": {"name": info.input_name, "shape": [info.batch, *info.input_shape], "dtype": info.input_dtype},
+            "input": first_input_record(info),
             "output": {"name": info.output_names[0]},
             "inputs": [{"name": g.name, "shape": list(g.dims), "dtype": g.dtype} for g in info.inputs],
-            "resolved_inputs": [d.to_dict() for d in spec.input_set],
+            "resolved_inputs": [d.to_dict() for d in spec.inputs],
             "outputs": list(info.output_names),
             "dynamic_batch": info.dynamic_batch,
             "parity": {"passed": None, "reason": "external ONNX: no torch model to compare with"},
@@ -374,16 +376,22 @@ def _import_external(spec: ModelSpec, cache: Artifacts) -> Artifact:
 
 @dataclass(frozen=True)
 class OnnxInfo:
-    """What edgebench needs to know about an ONNX file's inputs; the input_* fields describe the first."""
+    """What edgebench needs to know about an ONNX file's inputs; `batch` is the first input's axis 0."""
 
     path: str
-    input_name: str
-    input_shape: tuple[int | str | None, ...]  # per-sample (no batch axis); str/None for symbolic dims
+    inputs: tuple[GraphInput, ...]  # every input (the graph's non-initializer inputs), in order; at least one
     batch: int | str | None  # fixed batch size, or the symbolic name / None when dynamic
-    input_dtype: str
     output_names: tuple[str, ...]
     opset: int
-    inputs: tuple[GraphInput, ...] = ()  # every input (the graph's non-initializer inputs), in order
+
+    @property
+    def first_input(self) -> GraphInput:
+        return self.inputs[0]
+
+    @property
+    def sample_dims(self) -> tuple[int | str | None, ...]:
+        """The first input's per-sample dims (no batch axis); str/None for symbolic dims."""
+        return tuple(self.first_input.dims[1:])
 
     @property
     def dynamic_batch(self) -> bool:
@@ -415,14 +423,16 @@ def inspect_onnx(path: Path | str) -> OnnxInfo:
     first = inputs[0]
     return OnnxInfo(
         path=str(path),
-        input_name=first.name,
-        input_shape=tuple(first.dims[1:]),
+        inputs=tuple(inputs),
         batch=first.dims[0] if first.dims else None,
-        input_dtype=first.dtype,
         output_names=tuple(o.name for o in proto.graph.output),
         opset=_default_opset(proto),
-        inputs=tuple(inputs),
     )
+
+
+def first_input_record(info: OnnxInfo) -> dict[str, Any]:
+    """The sidecar's `input`: the graph's first input (name, full shape with the batch first, dtype)."""
+    return {"name": info.first_input.name, "shape": [info.batch, *info.sample_dims], "dtype": info.first_input.dtype}
 
 
 def load_external_onnx(
@@ -430,21 +440,22 @@ def load_external_onnx(
 ) -> OnnxInfo:
     """inspect_onnx plus checks: per-sample shape matches `expected_shape`, a fixed batch matches `batch`."""
     info = inspect_onnx(path)
-    full = [info.batch, *info.input_shape]
+    name, sample = info.first_input.name, info.sample_dims
+    full = [info.batch, *sample]
     if expected_shape is not None:
         expected = tuple(expected_shape)
-        fits = len(expected) == len(info.input_shape) and all(
-            not isinstance(got, int) or got == want for got, want in zip(info.input_shape, expected, strict=True)
+        fits = len(expected) == len(sample) and all(
+            not isinstance(got, int) or got == want for got, want in zip(sample, expected, strict=True)
         )
         if not fits:
             raise ModelError(
-                f"{path}: input '{info.input_name}' has per-sample shape {list(info.input_shape)} "
+                f"{path}: input '{name}' has per-sample shape {list(sample)} "
                 f"(full {full}), expected {list(expected)}"
             )
     if batch is not None and isinstance(info.batch, int) and info.batch != batch:
         raise ModelError(
-            f"{path}: input '{info.input_name}' has a fixed batch of {info.batch} (shape {full}), "
-            f"batch {batch} was requested (shape {[batch, *info.input_shape]}); export it with a dynamic batch axis"
+            f"{path}: input '{name}' has a fixed batch of {info.batch} (shape {full}), "
+            f"batch {batch} was requested (shape {[batch, *sample]}); export it with a dynamic batch axis"
         )
     return info
 

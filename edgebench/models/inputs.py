@@ -112,6 +112,7 @@ def parse_vocab(value: str | int | Mapping[str, int] | None, source: str = "--vo
     """'30522' (every token input) or 'input_ids:30522,token_type_ids:2' -> {name or '*': size}."""
     if value is None or value == "":
         return {}
+    items: list[tuple[str, Any]]  # (input name or "*", the size as given: an int or text, checked below)
     if isinstance(value, Mapping):
         items = list(value.items())
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -119,8 +120,8 @@ def parse_vocab(value: str | int | Mapping[str, int] | None, source: str = "--vo
     else:
         items = []
         for item in (s.strip() for s in str(value).split(",") if s.strip()):
-            name, sep, size = item.rpartition(":")
-            items.append((name.strip() if sep else "*", size))
+            key, sep, text = item.rpartition(":")
+            items.append((key.strip() if sep else "*", text))
     out: dict[str, int] = {}
     for name, size in items:
         try:
@@ -448,8 +449,9 @@ def sample_count(data: Mapping[str, np.ndarray], inputs: Iterable[InputDesc] | N
     """N of a data set laid out like the inputs take it (the size of the first batch axis)."""
     axes = _axes(data, inputs)
     for k, v in data.items():
-        if axes[k] is not None:
-            return int(v.shape[axes[k]])
+        axis = axes[k]
+        if axis is not None:
+            return int(v.shape[axis])
     raise InputError("no input has a batch axis to count samples on")
 
 
@@ -544,8 +546,3 @@ def vocab_from(inputs: tuple[InputDesc, ...], data: Mapping[str, np.ndarray], so
             d = dataclasses.replace(d, vocab=int(ids.max()) + 1)
         out.append(d)
     return tuple(out)
-
-
-def legacy_input(name: str, dtype: str, shape: tuple[int, ...]) -> InputDesc:
-    """The InputDesc of a one-input artifact described by name, dtype and per-sample shape."""
-    return InputDesc(name, dtype, tuple(shape), role_for(name, dtype, tuple(shape)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgebench.models.inputs import InputDesc, legacy_input
+from edgebench.models.inputs import InputDesc
 
 
 @dataclass(frozen=True)
@@ -16,14 +16,12 @@ class ModelArtifact:
     precision: str
     onnx_path: str
     sha256: str
-    input_name: str
-    input_shape: tuple[int, ...]  # per-sample, without batch
-    input_dtype: str = "float32"
+    inputs: tuple[InputDesc, ...]  # every input, per-sample shapes (edgebench.models.inputs)
     weights: str = "random-init"
     sidecar: dict[str, Any] = field(default_factory=dict)
-    inputs: tuple[InputDesc, ...] = ()  # every input (edgebench.models.inputs); empty = the one input above
     output_names: tuple[str, ...] = ()
 
     @property
-    def input_set(self) -> tuple[InputDesc, ...]:
-        return self.inputs or (legacy_input(self.input_name, self.input_dtype, self.input_shape),)
+    def first_input(self) -> InputDesc:
+        """The first input: the one a one-input path means (implicit INT8 calibration, a bare array)."""
+        return self.inputs[0]

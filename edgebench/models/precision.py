@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 RUNTIME_MODE_PRECISIONS = ("tf32", "bf16", "amp")  # served from the FP32 file
 FP16_SETTINGS = {"converter": "onnxruntime.transformers.float16.convert_float_to_float16", "keep_io_types": True}
-INT8_SETTINGS = {
+INT8_SETTINGS: dict[str, Any] = {
     "quantizer": "onnxruntime.quantization.quantize_static",
     "quant_format": "QDQ",
     "per_channel": True,
@@ -89,12 +89,9 @@ def _model_artifact(spec: ModelSpec, precision: str, art: Artifact, sidecar: dic
         precision=precision,
         onnx_path=str(art.path),
         sha256=art.sha256,
-        input_name=spec.input_name,
-        input_shape=tuple(spec.input_shape),
-        input_dtype=spec.input_dtype,
+        inputs=spec.inputs,
         weights=spec.weights_label,
         sidecar=dict(art.sidecar if sidecar is None else sidecar),
-        inputs=spec.input_set,
         output_names=spec.output_names,
     )
 
@@ -148,14 +145,14 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     samples = int(calibration.get("samples", 32))
     labelled = labelled_source(spec, calibration)
     if labelled is not None:  # calibration.source: labelled (one image input)
-        batch, record = calibration_batches(source, tuple(spec.input_shape), samples, int(calibration.get("seed", 0)),
+        batch, record = calibration_batches(source, spec.first_input.shape, samples, int(calibration.get("seed", 0)),
                                             labelled=labelled)
-        data = {spec.input_name: batch}
+        data = {spec.first_input.name: batch}
     else:
         if source == "synthetic" and spec.data:  # the model's own real data (model spec `data:` / run --data):
             source = spec.data
-            samples = min(samples, sample_count(load_data(source, spec.input_set), spec.input_set))
-        data, record = calibration_feeds(source, spec.input_set, samples, int(calibration.get("seed", 0)))
+            samples = min(samples, sample_count(load_data(source, spec.inputs), spec.inputs))
+        data, record = calibration_feeds(source, spec.inputs, samples, int(calibration.get("seed", 0)))
     reduce_range, reduce_range_reason = int8_reduce_range()
     settings = {**INT8_SETTINGS, "reduce_range": reduce_range}
     inputs = {"fp32_sha256": fp32.sha256, "settings": settings, "calibration": record,
@@ -207,14 +204,14 @@ def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
 def calibration_chunks(spec: ModelSpec, data: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
     """The calibration set cut by the model's shape plan: chunks of the graph's fixed batch (a short last one
     dropped), else of CALIBRATION_BATCH (the last one padded); inputs with no batch axis go whole into each."""
-    count = sample_count(data, spec.input_set)
+    count = sample_count(data, spec.inputs)
     step = spec.fixed_batch
     if step is None:
-        return batches_of(data, min(CALIBRATION_BATCH, count), inputs=spec.input_set)
+        return batches_of(data, min(CALIBRATION_BATCH, count), inputs=spec.inputs)
     if count < step:
         raise ModelError(f"{spec.name}: the graph fixes the batch at {step}, calibration has {count} samples; "
                          f"give at least {step} (--calibration-samples, calibration.samples)")
-    return batches_of(data, step, pad=False, inputs=spec.input_set)
+    return batches_of(data, step, pad=False, inputs=spec.inputs)
 
 
 def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], reduce_range: bool = False, *,
@@ -246,7 +243,7 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
             activation_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,
             nodes_to_exclude=list(exclude),
-            extra_options=dict(INT8_SETTINGS["extra_options"]),  # type: ignore[arg-type]
+            extra_options=dict(INT8_SETTINGS["extra_options"]),
         )
     except ModelError:
         raise
@@ -280,16 +277,12 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
     inputs = plan.inputs
     if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
         inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
-    first = inputs[0]
     num_classes = _output_classes(path)
     return ModelSpec(
         name=name or Path(path).stem,
         source="onnx",
-        input_shape=first.shape,
         description=f"external ONNX {path}",
         onnx_path=str(path),
-        input_name=first.name,
-        input_dtype=first.dtype,
         output_name=info.output_names[0] if info.output_names else "output",
         num_classes=num_classes if num_classes is not None else 1000,
         dynamic_batch=plan.fixed_batch is None,
@@ -320,8 +313,8 @@ def _output_classes(path: str) -> int | None:
 def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes") -> ModelSpec:
     """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`).
 
-    source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph (a spec's input_shape
-    is checked against it as before). Exported models (torchvision/builtin) fix every axis but the batch, so
+    source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph, unless the spec lists
+    `inputs:` (its single-input keys never overrode the graph). Exported models (torchvision/builtin) fix every axis but the batch, so
     shapes given for them are only checked against the spec (unknown input, rank, contradicting dim)."""
     import dataclasses
 
@@ -338,8 +331,8 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
             num_classes=spec.num_classes if spec.spec_file.endswith((".yaml", ".yml")) else got.num_classes)
     if shapes:
         graph = [GraphInput(d.name, d.dtype, d.full_shape("batch" if spec.dynamic_batch else 1))  # type: ignore[arg-type]
-                 for d in spec.input_set]
-        resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.input_set},
+                 for d in spec.inputs]
+        resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.inputs},
                 source=f"model {spec.name}", shapes_source=shapes_source,
-                batch_axis={d.name: d.batch_axis for d in spec.input_set})
+                batch_axis={d.name: d.batch_axis for d in spec.inputs})
     return spec

@@ -11,21 +11,22 @@ from typing import Any
 from edgebench.config.fields import MODEL_SCHEMA, check_value
 from edgebench.config.profile import MODELS_DIR, _read_yaml
 from edgebench.config.shapes import parse_shapes
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import ConfigError, EdgebenchError, ModelError
 from edgebench.models.inputs import INPUT_DTYPES, ROLES, InputDesc, parse_batch_axes, role_for
 
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model spec. `inputs` is every input, in forward() order; a YAML's single-input keys (input_name,
+    input_shape, input_dtype) become its one entry when the spec loads. Empty only for a source: onnx spec
+    not yet resolved against its graph (edgebench.models.precision.resolved_spec)."""
+
     name: str
     source: str
-    input_shape: tuple[int, ...]
     description: str = ""
     arch: str = ""
     weights: str | None = None
     onnx_path: str | None = None
-    input_name: str = "input"
-    input_dtype: str = "float32"
     output_name: str = "output"
     num_classes: int = 1000
     dynamic_batch: bool = True
@@ -33,9 +34,8 @@ class ModelSpec:
     parity_atol: float = 1e-3
     preprocess: Mapping[str, Any] | None = None
     spec_file: str = ""
-    # several inputs/outputs (edgebench.models.inputs); empty = the one input/output of the fields above
-    inputs: tuple[InputDesc, ...] = ()
-    outputs: tuple[str, ...] = ()
+    inputs: tuple[InputDesc, ...] = ()  # edgebench.models.inputs
+    outputs: tuple[str, ...] = ()  # empty: the one output `output_name`
     config: Mapping[str, Any] = field(default_factory=dict)
     vocab: int | None = None
     shapes: str | None = None
@@ -44,9 +44,17 @@ class ModelSpec:
     graph_batch: int | None = None  # external ONNX: the batch its graph fixes (None: dynamic or 1)
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data (the export cache key). The first input is written as the single-input keys and
+        `inputs` only when it says more than they do (several inputs, a role or batch axis of its own), so a
+        one-input spec keys its export cache as it did before `inputs` existed."""
         d = asdict(self)
-        d["input_shape"] = list(self.input_shape)
-        d["inputs"] = [i.to_dict() for i in self.inputs]
+        first = self.inputs[0] if self.inputs else None
+        d["input_name"] = first.name if first else "input"
+        d["input_shape"] = list(first.shape) if first else []
+        d["input_dtype"] = first.dtype if first else "float32"
+        said_by_single_keys = first is not None and self.inputs == (self._single_input(first.name, first.dtype,
+                                                                                          first.shape),)
+        d["inputs"] = [] if said_by_single_keys else [i.to_dict() for i in self.inputs]
         d["outputs"] = list(self.outputs)
         d["config"] = dict(self.config)
         d["batch_axis"] = dict(self.batch_axis) if self.batch_axis else None
@@ -55,16 +63,18 @@ class ModelSpec:
                 del d[key]
         return d
 
-    @property
-    def input_set(self) -> tuple[InputDesc, ...]:
-        """Every input, in forward() order (one built from input_name/shape/dtype when `inputs` is empty)."""
-        if self.inputs:
-            return self.inputs
+    def _single_input(self, name: str, dtype: str, shape: tuple[int, ...]) -> InputDesc:
+        """The input the single-input keys describe (what `_spec_inputs` makes of a one-entry `inputs:` list)."""
+        role = role_for(name, dtype, shape)
+        return InputDesc(name, dtype, shape, role, self.vocab if role == "tokens" else None,
+                         (0,) if self.dynamic_batch else ())
 
-        shape = tuple(self.input_shape)
-        role = role_for(self.input_name, self.input_dtype, shape)
-        return (InputDesc(self.input_name, self.input_dtype, shape, role, self.vocab if role == "tokens" else None,
-                          (0,) if self.dynamic_batch else ()),)
+    @property
+    def first_input(self) -> InputDesc:
+        """The first input: the one a one-input path means (labelled images, a bare array)."""
+        if not self.inputs:
+            raise ModelError(f"{self.name}: the spec's inputs are not resolved yet (source onnx: resolved_spec)")
+        return self.inputs[0]
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -117,58 +127,79 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
             values["batch_axis"] = parse_batch_axes(values["batch_axis"], "batch_axis")
         except EdgebenchError as exc:
             raise ConfigError(source, "batch_axis", str(exc)) from None
-    values["inputs"] = _spec_inputs(source, values)
-    if values["inputs"]:
-        first = values["inputs"][0]
-        values.update(input_name=first.name, input_shape=first.shape, input_dtype=first.dtype)
-    values["input_shape"] = tuple(values["input_shape"] or ())
+    single = not values["inputs"]
+    values["inputs"] = _spec_inputs(source, {**values, "inputs": values["inputs"] or _single_input_list(values)},
+                                    single)
+    for key in SINGLE_INPUT_KEYS:
+        del values[key]
     values["outputs"] = tuple(values["outputs"] or ())
     values["config"] = dict(values["config"] or {})
     return ModelSpec(spec_file=source, **values)
 
 
 INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role", "batch_axis")
+SINGLE_INPUT_KEYS = ("input_name", "input_shape", "input_dtype")  # a one-input spec's keys, before `inputs:`
 
 
-def _spec_inputs(source: str, values: dict[str, Any]) -> tuple[InputDesc, ...]:
-    """The `inputs:` list of a model spec, validated (errors name inputs[i].field)."""
+def _single_input_list(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `inputs:` list the single-input keys stand for: one entry, or none for source onnx (whose inputs come
+    from its graph when the spec is resolved; these keys never overrode it)."""
+    if values["source"] == "onnx":
+        return []
+    return [{"name": values["input_name"], "dtype": values["input_dtype"], "shape": list(values["input_shape"])}]
+
+
+def _spec_inputs(source: str, values: dict[str, Any], single: bool = False) -> tuple[InputDesc, ...]:
+    """The `inputs:` list of a model spec, validated (errors name inputs[i].field, or the single-input key the
+    entry came from when `single`)."""
 
     out: list[InputDesc] = []
     for i, item in enumerate(values["inputs"] or []):
         where = f"inputs[{i}]"
+
+        def bad(key: str, text: str, where: str = where) -> ConfigError:
+            return ConfigError(source, _field(where, key, single), text)
+
         unknown = sorted(set(item) - set(INPUT_KEYS))
         if unknown:
             raise ConfigError(source, f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(INPUT_KEYS)})")
         name = item.get("name")
         if not isinstance(name, str) or not name:
-            raise ConfigError(source, f"{where}.name", "is required (the input's name in the graph)")
+            raise bad("name", "is required (the input's name in the graph)")
         if name in {d.name for d in out}:
-            raise ConfigError(source, f"{where}.name", f"input '{name}' is listed twice")
+            raise bad("name", f"input '{name}' is listed twice")
         dtype = item.get("dtype", "float32")
         if dtype not in INPUT_DTYPES:
-            raise ConfigError(source, f"{where}.dtype", f"{dtype!r} is not one of {', '.join(INPUT_DTYPES)}")
+            raise bad("dtype", f"{dtype!r} is not one of {', '.join(INPUT_DTYPES)}")
         shape = item.get("shape")
         if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            raise ConfigError(source, f"{where}.shape", f"input '{name}': expected a list of ints (per sample), "
-                                                        f"got {shape!r}")
+            raise bad("shape", f"input '{name}': expected a list of ints (per sample), got {shape!r}")
         if any(d < 1 for d in shape):
-            raise ConfigError(source, f"{where}.shape", f"input '{name}': every dim must be >= 1, got {shape}")
+            raise bad("shape", f"input '{name}': every dim must be >= 1, got {shape}")
         role = item.get("role") or role_for(name, dtype, tuple(shape))
         if role not in ROLES:
-            raise ConfigError(source, f"{where}.role", f"input '{name}': {role!r} is not one of {', '.join(ROLES)}")
+            raise bad("role", f"input '{name}': {role!r} is not one of {', '.join(ROLES)}")
         vocab = item.get("vocab", values.get("vocab") if role == "tokens" else None)
         if vocab is not None and (not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 1):
-            raise ConfigError(source, f"{where}.vocab", f"input '{name}': {vocab!r} must be an int >= 1")
+            raise bad("vocab", f"input '{name}': {vocab!r} must be an int >= 1")
         if role == "tokens" and vocab is None:
-            raise ConfigError(source, f"{where}.vocab", f"input '{name}' is {dtype} token ids: give vocab "
-                                                        "(here or at the top of the spec)")
+            raise bad("vocab", f"input '{name}' is {dtype} token ids: give vocab (here or at the top of the spec)")
         axis = item.get("batch_axis", 0)
         if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= len(shape)):
-            raise ConfigError(source, f"{where}.batch_axis", f"input '{name}': {axis!r} must be an int in "
-                                                             f"0..{len(shape)} (where the batch goes) or null (none)")
+            raise bad("batch_axis", f"input '{name}': {axis!r} must be an int in 0..{len(shape)} (where the batch "
+                                    "goes) or null (none)")
         dynamic = (axis,) if values["dynamic_batch"] and axis is not None else ()
         out.append(InputDesc(name, dtype, tuple(shape), role, vocab, dynamic, axis))
     return tuple(out)
+
+
+def _field(where: str, key: str, single: bool) -> str:
+    """The field an input error names: inputs[i].key, or for an entry made from the single-input keys, the key."""
+    return SINGLE_INPUT_FIELDS.get(key, key) if single else f"{where}.{key}"
+
+
+SINGLE_INPUT_FIELDS = {"name": "input_name", "dtype": "input_dtype", "shape": "input_shape", "role": "input_dtype",
+                       "batch_axis": "input_shape"}
 
 
 MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")

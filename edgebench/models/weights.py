@@ -155,7 +155,7 @@ def preprocess_for(spec: ModelSpec) -> Preprocess:
     interpolation), else the spec's `preprocess:` mapping, else a plain resize to the input size with ImageNet
     mean/std."""
 
-    shape = tuple(spec.input_shape)
+    shape = spec.first_input.shape
     where = spec.spec_file or spec.name
     if is_torchvision(spec.weights) and spec.source == "torchvision":
         enum = torchvision_enum(spec)

@@ -63,12 +63,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     clock_inputs = time.monotonic()
     labelled = models.labelled(spec, cfg.accuracy_samples)  # real images + labels when accuracy.dataset is set
     if labelled is not None:
-        acc_in = {spec.input_name: labelled.inputs}
+        acc_in = {spec.first_input.name: labelled.inputs}
         facts.accuracy_samples = len(labelled.labels)
         facts.labelled = labelled.row_fields()
     elif cfg.accuracy_samples > 0:
-        acc_in = accuracy_feeds(prepared.input_set, cfg.accuracy_samples, cfg.seed, spec.data)
-        facts.accuracy_samples = sample_count(acc_in, prepared.input_set)  # real data may hold fewer
+        acc_in = accuracy_feeds(prepared.inputs, cfg.accuracy_samples, cfg.seed, spec.data)
+        facts.accuracy_samples = sample_count(acc_in, prepared.inputs)  # real data may hold fewer
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
     if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
         orchestrator.prewarm(cfg, prepared, pool)

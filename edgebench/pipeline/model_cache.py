@@ -77,12 +77,12 @@ class ModelCache:
 
     def reference(self, spec: ModelSpec, inputs: np.ndarray, seed: int) -> np.ndarray:
         """The first output of the FP32 model on one input's array (the one-input form)."""
-        return next(iter(self.references(spec, {spec.input_name: inputs}, seed).values()))
+        return next(iter(self.references(spec, {spec.first_input.name: inputs}, seed).values()))
 
     def references(self, spec: ModelSpec, feeds: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
         """Every output of the FP32 model on `feeds`, ORT CPU, in chunks of at most REFERENCE_CHUNK samples (a
         labelled set of thousands of 224x224 images in one batch needs tens of GB) or of the graph's fixed batch."""
-        plan = spec.input_set if set(feeds) == {d.name for d in spec.input_set} else None
+        plan = spec.inputs if set(feeds) == {d.name for d in spec.inputs} else None
         key = (spec.name, sample_count(feeds, plan), seed)
         if key not in self._refs:
             self._refs[key] = reference_outputs_all(str(self.fp32(spec).path), feeds, max_batch=REFERENCE_CHUNK,

@@ -99,7 +99,7 @@ def setup_columns(f: RowFacts, row: Row) -> Columns:
         "accuracy_samples": f.accuracy_samples,
         "warmup_s": cfg.warmup_s,
         "calibration_source": calibration_label(f.artifact.sidecar) if cfg.precision == "int8" else None,
-        "input_shapes": describe_inputs(f.prepared.input_set, cfg.batch),
+        "input_shapes": describe_inputs(f.prepared.inputs, cfg.batch),
         "batch_note": batch_note(f.spec, cfg.batch),
         "threads_note": threads_note(f.profile, cfg.instances, os.cpu_count() or 1, cfg.threads_per_instance),
         "probe": probe_fields(f.probe, "").get("probe"),
@@ -274,7 +274,7 @@ def batch_note(spec: ModelSpec, batch: int) -> str | None:
     """Says so when the model's graph fixes the batch (the sweep's batches then do not apply)."""
     fixed = spec.fixed_batch
     notes = [] if fixed is None else [f"the model's graph fixes the batch at {fixed}; it runs at batch {batch} only"]
-    unbatched = [d.name for d in spec.input_set if d.batch_axis is None]
+    unbatched = [d.name for d in spec.inputs if d.batch_axis is None]
     if unbatched:
         notes.append(f"no batch axis (fed as is): {', '.join(unbatched)}")
     return "; ".join(notes) or None

@@ -65,21 +65,21 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
                             f"sha256 {art.sha256[:16]})"),
             "source": "onnx",
             "onnx_path": f"{remote_abs_dir}/{SHIP_DIR}/{name}.onnx",
-            "input_shape": list(spec.input_shape),
-            "input_name": spec.input_name,
-            "input_dtype": spec.input_dtype,
+            # the board resolves the inputs from the graph; the first one's keys say what it will find
+            **({"input_shape": list(spec.first_input.shape), "input_name": spec.first_input.name,
+                "input_dtype": spec.first_input.dtype} if spec.inputs else {}),
             "output_name": spec.output_name,
             "num_classes": spec.num_classes,
             "dynamic_batch": spec.dynamic_batch,
             "opset": spec.opset,
             "parity_atol": spec.parity_atol,
         }
-        vocabs = [d.vocab for d in spec.input_set if d.vocab]
+        vocabs = [d.vocab for d in spec.inputs if d.vocab]
         if spec.vocab or vocabs:  # token-id inputs: the board resolves them from the graph and needs the vocabulary
             data["vocab"] = spec.vocab or vocabs[0]
         if spec.outputs:
             data["outputs"] = list(spec.outputs)
-        axes = {d.name: d.batch_axis for d in spec.input_set if d.batch_axis != 0}
+        axes = {d.name: d.batch_axis for d in spec.inputs if d.batch_axis != 0}
         if axes:  # inputs whose batch is not axis 0 (a state) or that have none: the board's plan must agree
             data["batch_axis"] = axes
         (staging / "models" / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))

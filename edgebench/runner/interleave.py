@@ -86,8 +86,9 @@ def bootstrap_median_ci(values: Sequence[float], confidence: float = 0.95, resam
 def bare_step(framework: str, prepared: Prepared, device: str, threads: int, seed: int) -> Callable[[], None]:
     """The framework's own call for one batch, built the way a user's bare loop would build it."""
 
-    x_np = make_input(tuple(prepared.input_shape), prepared.input_dtype, seed)
-    feeds = prepared.feeds(prepared.input_shape[0], seed)  # every input (x_np is the first one's data)
+    first = prepared.first_input
+    x_np = make_input((prepared.batch, *first.shape), first.dtype, seed)
+    feeds = prepared.feeds(prepared.batch, seed)  # every input (x_np is the first one's data)
     if framework == "null":
         return lambda: None
     if framework == "ort":
@@ -181,7 +182,7 @@ def _edgebench_child(cfg: RunConfig, prepared: Prepared, conn: Any, stop_raw: An
     try:
         session = get_backend(prepared.backend).open(
             prepared, Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance))
-        session.feed(prepared.feeds(prepared.input_shape[0], cfg.seed))  # every input; one input: make_input's data
+        session.feed(prepared.feeds(prepared.batch, cfg.seed))  # every input; one input: make_input's data
         _, rate_ips = worker.warm_up(session.infer, cfg.warmup_s)
         conn.send(SideReady())
         stop = memoryview(stop_raw).cast("B")

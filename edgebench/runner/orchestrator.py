@@ -111,7 +111,7 @@ def run_instances(
     if isinstance(accuracy_inputs, dict):
         _check_accuracy_feeds(prepared, accuracy_inputs)
     elif accuracy_inputs is not None:
-        sample = tuple(prepared.input_shape[1:])
+        sample = tuple(prepared.first_input.shape)
         if accuracy_inputs.ndim != len(sample) + 1 or tuple(accuracy_inputs.shape[1:]) != sample or len(accuracy_inputs) == 0:
             raise ConfigError(
                 "run_instances", "accuracy_inputs",
@@ -154,7 +154,7 @@ def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> N
     """Every input of `prepared`, each its full shape with N>=1 on its batch axis (the same N), or exactly its
     shape when it has no batch axis."""
     counts = set()
-    for d in prepared.input_set:
+    for d in prepared.inputs:
         arr = feeds.get(d.name)
         if arr is None:
             raise ConfigError("run_instances", "accuracy_inputs", f"no array for input '{d.name}'")

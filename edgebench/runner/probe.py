@@ -182,18 +182,19 @@ def accuracy_outputs(session: Any, prepared: Prepared, batch: int, inputs_path: 
 
     if inputs_path.endswith(".npz"):
         with np.load(inputs_path, allow_pickle=False) as npz:
-            dtypes = {d.name: d.dtype for d in prepared.input_set}
+            dtypes = {d.name: d.dtype for d in prepared.inputs}
             inputs = {name: npz[name].astype(dtypes.get(name, npz[name].dtype), copy=False) for name in npz.files}
     else:
-        inputs = {prepared.input_name: np.load(inputs_path).astype(prepared.input_dtype, copy=False)}
-    total = sample_count(inputs, prepared.input_set)
+        first = prepared.first_input
+        inputs = {first.name: np.load(inputs_path).astype(first.dtype, copy=False)}
+    total = sample_count(inputs, prepared.inputs)
     parts: dict[str, list[np.ndarray]] = {}
-    for chunk in batches_of(inputs, batch, inputs=prepared.input_set):
+    for chunk in batches_of(inputs, batch, inputs=prepared.inputs):
         session.feed(chunk)
         session.infer()
         for name, value in session.outputs().items():
             parts.setdefault(name, []).append(np.array(value, copy=True))
-    return concat_outputs(parts, batch, total, output_batch_axes(prepared.model_path, prepared.input_set))
+    return concat_outputs(parts, batch, total, output_batch_axes(prepared.model_path, prepared.inputs))
 
 
 def _array_bytes(arr: Any) -> bytes:

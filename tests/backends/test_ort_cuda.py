@@ -35,12 +35,12 @@ def test_cuda_ep_matches_cpu_fp32(artifact_cache, precision, cos_min):
     cfg = RunConfig(model="tiny_cnn", backend="ort", precision=precision, batch=8, placements=("cuda:0",))
     prepared = OrtBackend().prepare(cfg, art, artifact_cache)
     session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
-    x = accuracy_inputs(spec.input_shape, 8, seed=0)
-    session.feed({spec.input_name: x})
+    x = accuracy_inputs(spec.first_input.shape, 8, seed=0)
+    session.feed({spec.first_input.name: x})
     session.infer()
     out = next(iter(session.outputs().values()))
     session.close()
-    agreement = compare(out, reference_outputs(str(fp32.path), spec.input_name, x))
+    agreement = compare(out, reference_outputs(str(fp32.path), spec.first_input.name, x))
     assert agreement.cosine_min >= cos_min, agreement
 
 
@@ -87,7 +87,7 @@ def test_tensorrt_ep_reason_is_true(artifact_cache):
     listed = "TensorrtExecutionProvider" in ort.get_available_providers()
     if reason is None:
         session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
-        session.feed({spec.input_name: np.zeros((2, *spec.input_shape), np.float32)})
+        session.feed({spec.first_input.name: np.zeros((2, *spec.first_input.shape), np.float32)})
         session.infer()
         session.close()
     else:
@@ -106,6 +106,7 @@ def test_cuda_ep_fp32_is_strict_and_tf32_uses_tensor_cores(tmp_path, precision, 
     from edgebench.backends.base import Placement, Prepared
     from edgebench.backends.ort import OrtBackend
     from edgebench.evaluation.tensorcores import profile_kernels, tensor_core_time_pct
+    from edgebench.models.inputs import InputDesc
 
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32), "w")
     graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
@@ -113,8 +114,8 @@ def test_cuda_ep_fp32_is_strict_and_tf32_uses_tensor_cores(tmp_path, precision, 
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512, 2048])], [w])
     path = tmp_path / "mm.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), path)
-    prepared = Prepared(backend="ort", model_path=str(path), input_name="x", input_shape=(512, 2048),
-                        input_dtype="float32", precision=precision)
+    prepared = Prepared(backend="ort", model_path=str(path), inputs=(InputDesc("x", shape=(2048,)),),
+                        batch=512, precision=precision)
     session = OrtBackend().open(prepared, Placement("cuda:0", 0, 1))
     session.feed({"x": np.ones((512, 2048), np.float32)})
     pct = tensor_core_time_pct(profile_kernels(session.infer, steps=5))

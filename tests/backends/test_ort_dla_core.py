@@ -7,6 +7,7 @@ from edgebench.backends.ort import OrtBackend
 from edgebench.backends.ort_dla import core_mismatch, dla_core_check, reported_core
 from edgebench.config.run_config import RunConfig
 from edgebench.models.artifacts import Artifacts
+from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 
 
@@ -31,8 +32,7 @@ def test_a_core_ort_reports_differently_is_a_stated_mismatch():
 def test_dla_rows_through_the_ep_say_the_core_used_is_unverified(tmp_path):
     cfg = RunConfig(model="tiny_cnn", backend="ort", precision="fp16", batch=1, placements=("dla0", "dla1"),
                     options=(("ort_provider", "tensorrt"),))
-    art = ModelArtifact(model="tiny_cnn", precision="fp16", onnx_path="x.onnx", sha256="0" * 64, input_name="input",
-                        input_shape=(3, 32, 32))
+    art = ModelArtifact(model="tiny_cnn", precision="fp16", onnx_path="x.onnx", sha256="0" * 64, inputs=(InputDesc("input", shape=(3, 32, 32)),))
     prepared = OrtBackend().prepare(cfg, art, Artifacts(tmp_path))
     check = prepared.info["row_fields"]["dla_core_check"]
     assert check.startswith("dla0: trt_dla_core=0 requested") and "; dla1: trt_dla_core=1 requested" in check

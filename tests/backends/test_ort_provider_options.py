@@ -9,6 +9,7 @@ import pytest
 from edgebench.backends.base import Env
 from edgebench.backends.ort import OrtBackend, libnvinfer_missing_reason, trt_provider_options
 from edgebench.config.run_config import RunConfig
+from edgebench.models.inputs import InputDesc
 
 CPU_ENV = Env(cpu_count=2, machine="x86_64", ort_version="1.31", ort_providers=("CPUExecutionProvider",))
 GPU_TRT_ENV = dataclasses.replace(
@@ -68,7 +69,7 @@ def test_prepare_puts_the_engine_cache_under_the_artifact_cache(artifact_cache, 
     from edgebench.models.model_artifact import ModelArtifact
 
     art = ModelArtifact(model="tiny_cnn", precision="fp32", onnx_path=str(tiny_onnx.path), sha256="x",
-                        input_name="input", input_shape=(3, 32, 32))
+                        inputs=(InputDesc("input", shape=(3, 32, 32)),))
     prepared = OrtBackend().prepare(_cfg(ort_provider="tensorrt"), art, artifact_cache)
     assert prepared.options["trt_cache_dir"] == str(artifact_cache.root / "ort-trt")
     assert prepared.info["provider"] == "TensorrtExecutionProvider"
@@ -117,8 +118,8 @@ def test_session_passes_the_running_onnxruntimes_keys(monkeypatch, tiny_onnx):
 
     monkeypatch.setattr(onnxruntime, "__version__", "1.16.3")
     monkeypatch.setattr(onnxruntime, "InferenceSession", fake_session)
-    prepared = Prepared(backend="ort", model_path=str(tiny_onnx.path), input_name="input", input_shape=(1, 3, 32, 32),
-                        input_dtype="float32", precision="fp16",
+    prepared = Prepared(backend="ort", model_path=str(tiny_onnx.path), inputs=(InputDesc("input", shape=(3, 32, 32)),),
+                        batch=1, precision="fp16",
                         options={"ort_provider": "tensorrt", "trt_cache_dir": "/c"})
     with pytest.raises(BackendError, match="could not load it: stop here"):
         OrtSession(prepared, Placement(device="cuda:0", instance=0))
@@ -151,7 +152,7 @@ def test_dla_rows_record_that_the_ep_always_falls_back_to_the_gpu(artifact_cache
     from edgebench.models.model_artifact import ModelArtifact
 
     art = ModelArtifact(model="tiny_cnn", precision="fp16", onnx_path=str(tiny_onnx.path), sha256="x",
-                        input_name="input", input_shape=(3, 32, 32))
+                        inputs=(InputDesc("input", shape=(3, 32, 32)),))
     dla = OrtBackend().prepare(_cfg(("dla0",), precision="fp16", ort_provider="tensorrt"), art, artifact_cache)
     assert "always sets GPU fallback" in dla.info["provider"]
     assert dla.info["dla_gpu_fallback"].startswith("always")

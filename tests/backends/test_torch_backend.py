@@ -13,7 +13,7 @@ from edgebench.backends.base import Env, Placement
 from edgebench.backends.torch_backend import TorchBackend, check_options, parse_device, torch_cuda_build
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import BackendError
-from edgebench.models.inputs import make_input
+from edgebench.models.inputs import InputDesc, make_input
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import load_model_spec
 
@@ -27,7 +27,7 @@ GPU_ENV = Env(cpu_count=16, machine="x86_64", cuda_devices=1)
 
 def artifact(model: str = "tiny_cnn", shape: tuple[int, ...] = (3, 32, 32), seed: int = 0) -> ModelArtifact:
     return ModelArtifact(model=model, precision="fp32", onnx_path="unused.onnx", sha256="0" * 64,
-                         input_name="input", input_shape=shape, sidecar={"seed": seed})
+                         inputs=(InputDesc("input", shape=shape),), sidecar={"seed": seed})
 
 
 def cfg(precision: str = "fp32", placements: tuple[str, ...] = ("cpu",), batch: int = 4, **options) -> RunConfig:
@@ -185,7 +185,7 @@ def test_options_are_validated():
 def test_prepare_carries_the_spec_and_pickles():
     prepared = TorchBackend().prepare(cfg("bf16", batch=8, channels_last=True), artifact(seed=3), cache=None)
     assert prepared.backend == "torch" and prepared.precision == "bf16"
-    assert prepared.input_shape == (8, 3, 32, 32)
+    assert prepared.batch == 8 and prepared.inputs[0].shape == (3, 32, 32)
     assert prepared.options["model_spec"] == "tiny_cnn" and prepared.options["weights_seed"] == 3
     assert prepared.info["provider"] == "torch-eager" and "bf16" in prepared.info["math"]
     assert pickle.loads(pickle.dumps(prepared)) == prepared

@@ -27,6 +27,7 @@ from edgebench.backends.trt_engine_cache import (
 )
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import BackendError, ModelError
+from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 
 FIXTURES = repo_paths.FIXTURES / "trt"
@@ -49,7 +50,8 @@ def cfg(precision: str = "fp16", placements: tuple[str, ...] = ("gpu",), batch: 
 def artifact(precision: str = "fp16", **sidecar: object) -> ModelArtifact:
     side = {"source_fp32": {"path": "/cache/fp32/resnet50.onnx", "sha256": "f" * 64}, **sidecar}
     return ModelArtifact(model="resnet50", precision=precision, onnx_path=f"/cache/{precision}/resnet50.onnx",
-                         sha256=precision[0] * 64, input_name="input", input_shape=(3, 224, 224), sidecar=side)
+                         sha256=precision[0] * 64, inputs=(InputDesc("input", shape=(3, 224, 224)),),
+                         sidecar=side)
 
 
 def key(**changes: object) -> EngineKey:
@@ -315,8 +317,7 @@ def test_fp16_builder_flag_builds_from_the_fp32_source_and_keys_differ() -> None
     assert k_orin.slot() != L.engine_key(typed, "10.3.0.30", "Orin", "8.7").slot()
     ws = L.build_plan(cfg("fp16"), artifact("fp16"), L.Target("gpu"), ORIN, L.check_options({"workspace_mib": 256}))
     assert L.engine_key(ws, "10.3.0.30", "Orin", "8.7").slot() != k_orin.slot()
-    no_source = ModelArtifact(model="m", precision="fp16", onnx_path="/x.onnx", sha256="x", input_name="input",
-                              input_shape=(3, 8, 8))
+    no_source = ModelArtifact(model="m", precision="fp16", onnx_path="/x.onnx", sha256="x", inputs=(InputDesc("input", shape=(3, 8, 8)),))
     with pytest.raises(BackendError, match="names no source_fp32"):
         L.build_plan(cfg("fp16"), no_source, L.Target("gpu"), ORIN, opts)
 

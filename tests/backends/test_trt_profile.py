@@ -52,8 +52,7 @@ def test_build_plan_carries_the_profile_and_keys_engines_by_every_input() -> Non
 
     def art(inputs: tuple[InputDesc, ...]) -> ModelArtifact:
         return ModelArtifact(model="bert", precision="fp16", onnx_path="/c/fp16/bert.onnx", sha256="a" * 64,
-                             input_name="input_ids", input_shape=(128,), input_dtype="int64", sidecar=side,
-                             inputs=inputs)
+                             inputs=inputs, sidecar=side)
 
     cfg = RunConfig(model="bert", backend="trt", precision="fp16", batch=4, placements=("gpu",))
     plan = L.build_plan(cfg, art(BERT), L.Target("gpu"), ORIN, L.check_options({}))

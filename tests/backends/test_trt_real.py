@@ -68,10 +68,10 @@ def run_once(models: ModelCache, model: str, precision: str, placement: str = "g
     if reason is not None:
         pytest.skip(f"{cfg.label()}: {reason}")
     prepared = backend.prepare(cfg, models.variant(spec, precision), models.artifacts)
-    x = make_input((batch, *spec.input_shape), "float32", seed=7)
+    x = make_input((batch, *spec.first_input.shape), "float32", seed=7)
     session = backend.open(prepared, Placement(device=placement, instance=0))
     try:
-        session.feed({spec.input_name: x})
+        session.feed({spec.first_input.name: x})
         session.infer()
         out = next(iter(session.outputs().values()))
         session.infer()  # a second run on the same inputs gives the same outputs
@@ -79,7 +79,7 @@ def run_once(models: ModelCache, model: str, precision: str, placement: str = "g
         assert np.array_equal(out, again)
     finally:
         session.close()
-    ref = reference_outputs(str(models.fp32(spec).path), spec.input_name, x)
+    ref = reference_outputs(str(models.fp32(spec).path), spec.first_input.name, x)
     return out, ref, prepared.info
 
 

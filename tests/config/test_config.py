@@ -126,7 +126,7 @@ def test_command_line_overrides_are_validated():
 def test_model_specs_and_their_errors(tmp_path):
     assert {"resnet18", "resnet50", "mobilenet_v2", "tiny_cnn"} <= set(list_models())
     spec = load_model_spec("resnet50")
-    assert spec.input_shape == (3, 224, 224) and spec.source == "torchvision"
+    assert spec.inputs[0].shape == (3, 224, 224) and spec.source == "torchvision"
     assert spec.weights_label == "random-init"
     with pytest.raises(ConfigError, match="unknown model 'resnet5000'"):
         load_model_spec("resnet5000")

@@ -213,13 +213,13 @@ def test_real_shape_specs_declare_their_inputs():
     from edgebench.models.spec import load_model_spec
 
     bert = load_model_spec("bert_base")
-    assert [(d.name, d.dtype, d.shape, d.role, d.vocab) for d in bert.input_set] == [
+    assert [(d.name, d.dtype, d.shape, d.role, d.vocab) for d in bert.inputs] == [
         ("input_ids", "int64", (128,), "tokens", 30522), ("attention_mask", "int64", (128,), "mask", None)]
     assert bert.output_names == ("last_hidden_state", "logits") and bert.config["hidden"] == 768
     vit = load_model_spec("vit_b_16")
-    assert (vit.arch, vit.input_shape, vit.input_set[0].role) == ("vit_b_16", (3, 224, 224), "image")
+    assert (vit.arch, vit.first_input.shape, vit.inputs[0].role) == ("vit_b_16", (3, 224, 224), "image")
     ssd = load_model_spec("ssdlite320")
-    assert ssd.output_names == ("bbox_regression", "cls_logits") and ssd.input_set[0].name == "images"
+    assert ssd.output_names == ("bbox_regression", "cls_logits") and ssd.inputs[0].name == "images"
 
 
 def test_int8_quantises_float_paths_only(tmp_path):
@@ -278,7 +278,7 @@ def test_model_spec_input_errors_name_the_field(tmp_path):
             "inputs": [{"name": "input_ids", "dtype": "int64", "shape": [16], "vocab": 9},
                        {"name": "attention_mask", "dtype": "int64", "shape": [16]}]}
     spec = model_spec_from_dict(base, "m.yaml")
-    assert (spec.input_name, spec.input_shape, spec.input_dtype) == ("input_ids", (16,), "int64")
+    assert (spec.first_input.name, spec.first_input.shape, spec.first_input.dtype) == ("input_ids", (16,), "int64")
     for change, field, words in [
         ({"dtype": "int8"}, "inputs[1].dtype", "'int8' is not one of"),
         ({"shape": [0]}, "inputs[1].shape", "every dim must be >= 1"),
@@ -298,8 +298,8 @@ def test_onnx_model_spec_takes_shapes_from_the_spec_or_the_profile(files):
 
     spec = model_spec_from_dict({"name": "hw", "source": "onnx", "onnx_path": str(files["symhw"]),
                                  "shapes": "pixels:1x3x48x64"}, "hw.yaml")
-    assert resolved_spec(spec).input_set[0].shape == (3, 48, 64)
-    assert resolved_spec(spec, "pixels:1x3x20x30", "sweep.shapes.hw").input_set[0].shape == (3, 20, 30)
+    assert resolved_spec(spec).inputs[0].shape == (3, 48, 64)
+    assert resolved_spec(spec, "pixels:1x3x20x30", "sweep.shapes.hw").inputs[0].shape == (3, 20, 30)
     wrong = model_spec_from_dict({"name": "hw", "source": "onnx", "onnx_path": str(files["symhw"]),
                                   "shapes": "image:1x3x8x8"}, "hw.yaml")
     with pytest.raises(InputError, match="hw.yaml: shapes: .*no input named 'image'"):

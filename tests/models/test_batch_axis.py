@@ -133,16 +133,16 @@ def test_calibration_chunks_use_the_plan_not_the_first_inputs_axis_0():
     from edgebench.models.spec import ModelSpec
 
     plan = resolve(GRU)
-    spec = ModelSpec("gru", "onnx", (5, 8), inputs=plan.inputs)
+    spec = ModelSpec("gru", "onnx", inputs=plan.inputs)
     data = synthetic(plan.inputs, 20, seed=0)
     chunks = calibration_chunks(spec, data)
     assert [c["state"].shape for c in chunks] == [(2, CALIBRATION_BATCH, 16)] * 3
     fixed = resolve([GraphInput("a", "float32", ("n", 4)), GraphInput("b", "float32", (1, 4))])
-    spec1 = ModelSpec("m", "onnx", (4,), inputs=fixed.inputs, dynamic_batch=False, graph_batch=fixed.fixed_batch)
+    spec1 = ModelSpec("m", "onnx", inputs=fixed.inputs, dynamic_batch=False, graph_batch=fixed.fixed_batch)
     assert fixed.fixed_batch == 1
     assert {c["a"].shape for c in calibration_chunks(spec1, synthetic(fixed.inputs, 5, 0))} == {(1, 4)}
     two = resolve([GraphInput("a", "float32", (4, 2)), GraphInput("b", "float32", (2, 2))], batch_axis={"b": None})
-    spec4 = ModelSpec("m4", "onnx", (2,), inputs=two.inputs, dynamic_batch=False, graph_batch=4)
+    spec4 = ModelSpec("m4", "onnx", inputs=two.inputs, dynamic_batch=False, graph_batch=4)
     with pytest.raises(ModelError, match="fixes the batch at 4, calibration has 3 samples.*--calibration-samples"):
         calibration_chunks(spec4, synthetic(two.inputs, 3, 0))
 
@@ -169,7 +169,7 @@ def test_model_specs_set_batch_axes_per_input_and_errors_name_the_field(tmp_path
     spec = model_spec_from_dict({**base, "inputs": [
         {"name": "x", "shape": [5, 8]}, {"name": "state", "shape": [2, 16], "batch_axis": 1},
         {"name": "table", "shape": [4, 16], "batch_axis": None}]}, "rnn.yaml")
-    x, state, table = spec.input_set
+    x, state, table = spec.inputs
     assert (x.batch_axis, state.batch_axis, table.batch_axis) == (0, 1, None)
     assert state.full_shape(3) == (2, 3, 16) and table.full_shape(3) == (4, 16) and state.dynamic_axes == (1,)
     with pytest.raises(ConfigError, match=r"rnn.yaml.*inputs\[0\].batch_axis.*'x': 3 must be an int in 0..2"):
@@ -187,4 +187,4 @@ def test_model_specs_set_batch_axes_per_input_and_errors_name_the_field(tmp_path
         resolved_spec(spec)
     spec = model_spec_from_dict({"name": "two", "source": "onnx", "onnx_path": str(path),
                                  "batch_axis": {"b": "none"}}, "two.yaml")
-    assert [d.batch_axis for d in resolved_spec(spec).input_set] == [0, None]
+    assert [d.batch_axis for d in resolved_spec(spec).inputs] == [0, None]

@@ -55,11 +55,11 @@ def test_every_model_yaml_loads_and_names_a_real_constructor():
         if spec.source == "torchvision":
             assert callable(getattr(torchvision.models, spec.arch)), spec.arch
         if spec.source == "torchvision" and not spec.config:  # test-size variants (vit_tiny) set a config
-            assert spec.input_shape == (3, 224, 224) and spec.num_classes == 1000
+            assert spec.first_input.shape == (3, 224, 224) and spec.num_classes == 1000
             assert spec.opset == 17 and spec.dynamic_batch
-            assert (spec.input_name, spec.output_name) == ("input", "output")
+            assert (spec.first_input.name, spec.output_name) == ("input", "output")
     tiny = load_model_spec("tiny_cnn")
-    assert (tiny.source, tiny.arch, tiny.input_shape, tiny.num_classes) == ("builtin", "tiny_cnn", (3, 32, 32), 10)
+    assert (tiny.source, tiny.arch, tiny.first_input.shape, tiny.num_classes) == ("builtin", "tiny_cnn", (3, 32, 32), 10)
 
 
 def test_builtin_init_is_deterministic_per_seed():
@@ -197,11 +197,11 @@ def test_bad_weights_files_name_the_file(tmp_path):
 
 def test_inspect_onnx_reads_the_input(tiny_onnx, fixed_batch_onnx):
     info = inspect_onnx(tiny_onnx.path)
-    assert info.input_name == "input" and info.input_shape == (3, 32, 32)
+    assert info.first_input.name == "input" and info.sample_dims == (3, 32, 32)
     assert info.batch == "batch" and info.dynamic_batch
-    assert info.input_dtype == "float32" and info.output_names == ("output",) and info.opset == 17
+    assert info.first_input.dtype == "float32" and info.output_names == ("output",) and info.opset == 17
     fixed = inspect_onnx(fixed_batch_onnx.path)
-    assert fixed.batch == 1 and not fixed.dynamic_batch and fixed.input_shape == (3, 32, 32)
+    assert fixed.batch == 1 and not fixed.dynamic_batch and fixed.sample_dims == (3, 32, 32)
 
 
 def _bad_files(tmp_path: Path, real: Path) -> dict[str, Path]:
@@ -277,7 +277,7 @@ def test_resnet18_export_parity_and_int8(tmp_path):
     cache = Artifacts(tmp_path)
     fp32 = export_onnx(spec, cache, seed=0)
     assert fp32.sidecar["parity"]["passed"] and fp32.sidecar["parity"]["max_abs_err"] < spec.parity_atol
-    assert inspect_onnx(fp32.path).input_shape == (3, 224, 224)
+    assert inspect_onnx(fp32.path).sample_dims == (3, 224, 224)
 
     int8 = precision_artifact(spec, fp32, "int8", cache, {"source": "synthetic", "samples": 16, "seed": 0})
     ops = [n.op_type for n in onnx.load(int8.onnx_path).graph.node]

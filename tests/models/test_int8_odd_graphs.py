@@ -75,7 +75,7 @@ def test_custom_domain_nodes_stay_float(tmp_path):
     kept = custom_domain_nodes(src, tmp_path / "named.onnx")
     assert kept.names == ("swish",) and kept.note == "1 node(s) of domain my.custom left in float (Swish)"
     plan = resolve(graph_inputs(src))
-    spec = ModelSpec("custom", "onnx", (3, 12, 12), inputs=plan.inputs)
+    spec = ModelSpec("custom", "onnx", inputs=plan.inputs)
     out = tmp_path / "custom.int8.onnx"
     _quantize(spec, src, out, synthetic(plan.inputs, 16, 0), exclude=kept.names)
     proto = onnx.load(str(out))
@@ -102,7 +102,7 @@ def test_a_quantizer_keyerror_is_a_reason_naming_the_tensor_not_a_traceback(tmp_
     src = odd_models.conv_net(tmp_path / "c.onnx")
     plan = resolve(graph_inputs(src))
     with pytest.raises(ModelError) as err:
-        _quantize(ModelSpec("c", "onnx", (3, 12, 12), inputs=plan.inputs), src, tmp_path / "o.onnx",
+        _quantize(ModelSpec("c", "onnx", inputs=plan.inputs), src, tmp_path / "o.onnx",
                   synthetic(plan.inputs, 8, 0))
     assert str(err.value) == ("c: int8 quantization found no calibration range for tensor '140' (quantizer KeyError "
                               "'140_scale'); the node producing it could not be calibrated")
@@ -126,7 +126,7 @@ def test_int8_builds_and_runs_on_odd_batch_axes(tmp_path, builder):
         assert shapes == {"a": (16, 16), "b": (4, 16)} and spec.fixed_batch == 1
     from edgebench.models.inputs import synthetic
 
-    feeds = synthetic(spec.input_set, spec.fixed_batch or 3, 1)
+    feeds = synthetic(spec.inputs, spec.fixed_batch or 3, 1)
     outs = _run(art.onnx_path, feeds)
     assert all(np.isfinite(o).all() for o in outs)
     assert art.sidecar["qdq_nodes"]["QuantizeLinear"] > 0

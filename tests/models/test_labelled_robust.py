@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from edgebench.errors import ModelError
+from edgebench.models.inputs import InputDesc
 from edgebench.models.labelled import evaluation_set, load_labelled
 from edgebench.models.spec import ModelSpec
 
 pytest.importorskip("PIL", reason="the labelled images are PNG files (pip install pillow)")
 
-SPEC = ModelSpec(name="tiny", source="builtin", arch="tiny_cnn", input_shape=(3, 8, 8), num_classes=3)
+SPEC = ModelSpec(name="tiny", source="builtin", arch="tiny_cnn", inputs=(InputDesc("input", shape=(3, 8, 8)),),
+                 num_classes=3)
 
 
 def _set(root: Path, classes: dict[str, int]) -> Path:

@@ -103,7 +103,7 @@ def test_fp32_and_runtime_modes_use_the_exported_file(tiny_onnx, artifact_cache)
     spec = load_model_spec("tiny_cnn")
     fp32 = precision_artifact(spec, tiny_onnx, "fp32", artifact_cache, SYNTHETIC)
     assert fp32.onnx_path == str(tiny_onnx.path) and fp32.sha256 == tiny_onnx.sha256
-    assert (fp32.model, fp32.precision, fp32.input_name, fp32.input_shape) == ("tiny_cnn", "fp32", "input", (3, 32, 32))
+    assert (fp32.model, fp32.precision, fp32.first_input.name, fp32.first_input.shape) == ("tiny_cnn", "fp32", "input", (3, 32, 32))
     assert fp32.weights == "random-init" and fp32.sidecar["parity"]["passed"] is True
     for mode in ("tf32", "bf16", "amp"):
         art = precision_artifact(spec, tiny_onnx, mode, artifact_cache, SYNTHETIC)
@@ -202,8 +202,8 @@ def test_onnx_spec_from_external_file(tmp_path, tiny_onnx):
     src.write_bytes(tiny_onnx.path.read_bytes())
     spec = onnx_spec(str(src))
     assert (spec.name, spec.source, spec.onnx_path) == ("mine", "onnx", str(src))
-    assert spec.input_shape == (3, 32, 32) and spec.num_classes == 10 and spec.dynamic_batch
-    assert (spec.input_name, spec.output_name, spec.opset) == ("input", "output", 17)
+    assert spec.first_input.shape == (3, 32, 32) and spec.num_classes == 10 and spec.dynamic_batch
+    assert (spec.first_input.name, spec.output_name, spec.opset) == ("input", "output", 17)
     assert spec.weights_label == "from-onnx"
     assert onnx_spec(str(src), name="renamed").name == "renamed"
     bad = tmp_path / "bad.onnx"

@@ -14,6 +14,7 @@ import pytest
 from repo_paths import REPO
 
 from edgebench.errors import ConfigError, ModelError
+from edgebench.models.inputs import InputDesc
 from edgebench.models.labelled import Preprocess, load_labelled, score, topk_pct
 from edgebench.models.spec import ModelSpec
 
@@ -21,7 +22,8 @@ np = pytest.importorskip("numpy")
 
 
 def _squeezenet_spec(weights: str | None) -> ModelSpec:
-    return ModelSpec(name="sq", source="torchvision", arch="squeezenet1_1", input_shape=(3, 224, 224),
+    return ModelSpec(name="sq", source="torchvision", arch="squeezenet1_1",
+                     inputs=(InputDesc("input", shape=(3, 224, 224)),),
                      num_classes=1000, weights=weights, spec_file="sq.yaml")
 
 
@@ -84,7 +86,7 @@ def test_unknown_torchvision_weights_name_the_field_and_the_choices():
 
     with pytest.raises(ConfigError, match=r"sq.yaml.*weights.*IMAGENET1K_V9.*known: IMAGENET1K_V1"):
         resolve_weights(_squeezenet_spec("torchvision:IMAGENET1K_V9"))
-    builtin = ModelSpec(name="t", source="builtin", arch="tiny_cnn", input_shape=(3, 32, 32),
+    builtin = ModelSpec(name="t", source="builtin", arch="tiny_cnn", inputs=(InputDesc("input", shape=(3, 32, 32)),),
                         weights="torchvision:IMAGENET1K_V1", spec_file="t.yaml")
     with pytest.raises(ConfigError, match="need source: torchvision"):
         resolve_weights(builtin)

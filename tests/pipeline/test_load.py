@@ -16,6 +16,7 @@ from edgebench.backends.null import NullBackend
 from edgebench.cli import main
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import ConfigError
+from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.pipeline.slo_search import Probe, search_max_streams
 from edgebench.runner import worker
@@ -35,7 +36,7 @@ def null_cfg(instances: int, rate_hz: float | None, duration_s: float, options: 
 
 def run_null(cfg: RunConfig):
     artifact = ModelArtifact(model="null", precision="fp32", onnx_path="unused.onnx", sha256="0" * 64,
-                             input_name="input", input_shape=(3, 4, 4))
+                             inputs=(InputDesc("input", shape=(3, 4, 4)),))
     outcome = run_instances(cfg, NullBackend().prepare(cfg, artifact, cache=None))  # type: ignore[arg-type]
     assert outcome.status == "ok", outcome.reason
     summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
@@ -87,7 +88,7 @@ def test_ort_stream_underloaded_and_overloaded(tiny_onnx, artifact_cache):
 
     spec = load_model_spec("tiny_cnn")
     artifact = ModelArtifact(model=spec.name, precision="fp32", onnx_path=str(tiny_onnx.path), sha256=tiny_onnx.sha256,
-                             input_name=spec.input_name, input_shape=spec.input_shape)
+                             inputs=spec.inputs)
     got = {}
     for rate in (50.0, 1e6):  # far below and far above what one CPU stream can do
         cfg = RunConfig(model=spec.name, backend="ort", precision="fp32", batch=1, placements=("cpu",),

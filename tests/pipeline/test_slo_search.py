@@ -16,6 +16,7 @@ import numpy as np
 
 from edgebench.cli import main
 from edgebench.config.run_config import RunConfig
+from edgebench.models.inputs import InputDesc
 from edgebench.pipeline.slo_search import (
     Probe,
     monotonic_note,
@@ -78,7 +79,7 @@ def _null_outcome(cfg: RunConfig):
     from edgebench.runner.orchestrator import run_instances
 
     artifact = ModelArtifact(model="null", precision="fp32", onnx_path="unused.onnx", sha256="0" * 64,
-                             input_name="input", input_shape=(3, 4, 4))
+                             inputs=(InputDesc("input", shape=(3, 4, 4)),))
     outcome = run_instances(cfg, NullBackend().prepare(cfg, artifact, cache=None))  # type: ignore[arg-type]
     assert outcome.status == "ok", outcome.reason
     return outcome, summarize(outcome.instances, cfg.batch, cfg.sub_windows)

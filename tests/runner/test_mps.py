@@ -20,6 +20,7 @@ from repo_paths import REPO
 from edgebench.backends.null import NullBackend
 from edgebench.cli import main
 from edgebench.config.run_config import RunConfig
+from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.runner.mps import MPS_CONTROL, MpsError, gpu_sharing
 from edgebench.runner.orchestrator import run_instances
@@ -64,7 +65,7 @@ def mps_cfg(placement: str = "cuda:0", **kw) -> RunConfig:
 def test_instances_run_as_clients_of_a_daemon_started_before_and_quit_after(fake_mps, tmp_path):
     cfg = mps_cfg()
     artifact = ModelArtifact(model="null", precision="fp32", onnx_path="unused.onnx", sha256="0" * 64,
-                             input_name="input", input_shape=(3, 4, 4))
+                             inputs=(InputDesc("input", shape=(3, 4, 4)),))
     prepared = NullBackend().prepare(cfg, artifact, cache=None)  # type: ignore[arg-type]
     seen: dict[int, dict[str, str]] = {}
     daemon_pid: list[int] = []

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from edgebench.config.run_config import RunConfig
+from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.runner import worker
 from edgebench.runner.interleave import Interleaved, Slice, bootstrap_median_ci, run_interleaved
@@ -53,7 +54,7 @@ def null_prepared(cfg: RunConfig):
     from edgebench.backends.null import NullBackend
 
     artifact = ModelArtifact(model="null", precision="fp32", onnx_path="unused.onnx", sha256="0" * 64,
-                             input_name="input", input_shape=(3, 4, 4))
+                             inputs=(InputDesc("input", shape=(3, 4, 4)),))
     return NullBackend().prepare(cfg, artifact, cache=None)  # type: ignore[arg-type]
 
 
@@ -77,7 +78,7 @@ def test_ort_sides_run_the_same_model_in_two_processes(tiny_onnx, artifact_cache
 
     spec = load_model_spec("tiny_cnn")
     artifact = ModelArtifact(model=spec.name, precision="fp32", onnx_path=str(tiny_onnx.path), sha256=tiny_onnx.sha256,
-                             input_name=spec.input_name, input_shape=spec.input_shape)
+                             inputs=spec.inputs)
     cfg = RunConfig(model=spec.name, backend="ort", precision="fp32", batch=2, placements=("cpu",), warmup_s=0.1,
                     accuracy_samples=0)
     res = run_interleaved(cfg, OrtBackend().prepare(cfg, artifact, artifact_cache), "ort", pairs=2, slice_s=0.2,

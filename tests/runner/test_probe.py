@@ -12,6 +12,7 @@ import numpy as np
 from edgebench.backends.base import Placement, Prepared
 from edgebench.backends.null import NullSession
 from edgebench.config.run_config import RunConfig
+from edgebench.models.inputs import InputDesc
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.runner.orchestrator import run_instances
 from edgebench.runner.probe import probe_key, run_probe
@@ -29,7 +30,7 @@ def make_cfg(instances: int = 2, **kw) -> RunConfig:
 
 
 def prepared_for(backend: str, batch: int = 2) -> Prepared:
-    return Prepared(backend, "x.onnx", "input", (batch, *SAMPLE_SHAPE), "float32", "fp32")
+    return Prepared(backend, "x.onnx", (InputDesc("input", shape=SAMPLE_SHAPE),), batch, "fp32")
 
 
 class MarkingBackend:
@@ -38,7 +39,7 @@ class MarkingBackend:
     name = "marking"
 
     def open(self, prepared: Prepared, placement: Placement) -> MarkingSession:
-        return MarkingSession(prepared.input_name)
+        return MarkingSession(prepared.first_input.name)
 
 
 class MarkingSession(NullSession):
@@ -59,7 +60,7 @@ class BrokenOutputsBackend:
     name = "broken"
 
     def open(self, prepared: Prepared, placement: Placement) -> NullSession:
-        return BrokenOutputsSession(prepared.input_name)
+        return BrokenOutputsSession(prepared.first_input.name)
 
 
 class BrokenOutputsSession(NullSession):
@@ -75,7 +76,7 @@ class HangingOpenBackend:
     def open(self, prepared: Prepared, placement: Placement) -> NullSession:
         if os.environ.get("EDGEBENCH_TEST_HANG") == "1":
             time.sleep(3600)
-        return NullSession(prepared.input_name)
+        return NullSession(prepared.first_input.name)
 
 
 def _pids(marks: Path, what: str) -> set[int]:

@@ -15,6 +15,7 @@ from edgebench.backends.null import NullBackend, NullSession, check_options
 from edgebench.backends.registry import BACKEND_NAMES, get_backend
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import BackendError, ConfigError
+from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.runner import orchestrator, worker
 from edgebench.runner.metrics import judge, summarize
@@ -36,7 +37,7 @@ def make_cfg(instances: int = 2, mode: str = "process", options: dict | None = N
 
 def prepare(cfg: RunConfig) -> Prepared:
     artifact = ModelArtifact(model="null", precision="fp32", onnx_path="unused.onnx", sha256="0" * 64,
-                             input_name="input", input_shape=SAMPLE_SHAPE)
+                             inputs=(InputDesc("input", shape=SAMPLE_SHAPE),))
     return NullBackend().prepare(cfg, artifact, cache=None)  # type: ignore[arg-type]
 
 
@@ -215,7 +216,7 @@ def test_accuracy_inputs_of_the_wrong_shape_are_refused():
 
 def test_unknown_backend_is_refused_before_any_child_starts():
     cfg = make_cfg(1)
-    prepared = Prepared("nope", "x.onnx", "input", (2, *SAMPLE_SHAPE), "float32", "fp32")
+    prepared = Prepared("nope", "x.onnx", (InputDesc("input", shape=SAMPLE_SHAPE),), 2, "fp32")
     with pytest.raises(BackendError, match="unknown backend 'nope'"):
         run_instances(cfg, prepared)
 
@@ -226,7 +227,7 @@ class EnvProbeBackend:
     name = "envprobe"
 
     def open(self, prepared: Prepared, placement: Placement) -> NullSession:
-        return EnvProbeSession(prepared.input_name, placement)
+        return EnvProbeSession(prepared.first_input.name, placement)
 
 
 class EnvProbeSession(NullSession):
@@ -244,7 +245,8 @@ def test_probe_runs_with_the_instances_thread_env_in_its_own_process_not_an_inst
     # was test_children_run_with_thread_env_in_their_own_process_group, which read the env from instance 0's
     # accuracy pass; the accuracy pass now runs in the probe process (issue 19), so the probe's env is checked
     cfg = make_cfg(1, batch=1, threads_per_instance=3)
-    prepared = Prepared(f"{__name__}:EnvProbeBackend", "x.onnx", "input", (1, *SAMPLE_SHAPE), "float32", "fp32")
+    prepared = Prepared(f"{__name__}:EnvProbeBackend", "x.onnx", (InputDesc("input", shape=SAMPLE_SHAPE),), 1,
+                        "fp32")
     out = run_instances(cfg, prepared, accuracy_inputs=np.zeros((1, *SAMPLE_SHAPE), np.float32))
     assert out.status == "ok", out.reason
     omp, threads, pid, pgid = out.accuracy_outputs["env"][0]  # type: ignore[index]
@@ -383,7 +385,7 @@ def test_ort_backend_runs_a_real_graph_in_the_runner(tmp_path):
     weight = _matmul_onnx(tmp_path / "mm.onnx")
     cfg = make_cfg(1, batch=2, backend="ort")
     artifact = ModelArtifact(model="mm", precision="fp32", onnx_path=str(tmp_path / "mm.onnx"), sha256="0" * 64,
-                             input_name="input", input_shape=(4,))
+                             inputs=(InputDesc("input", shape=(4,)),))
     prepared = backend.prepare(cfg, artifact, cache=None)  # type: ignore[arg-type]
     inputs = np.random.default_rng(4).standard_normal((5, 4)).astype(np.float32)
     out = run_instances(cfg, prepared, accuracy_inputs=inputs)
@@ -400,7 +402,7 @@ def test_kernel_profile_without_a_gpu_is_a_stated_absence_not_a_failure():
     cfg = RunConfig(model="m", backend="null", precision="fp32", batch=1, placements=("cpu",), warmup_s=0.05,
                     duration_s=0.2, max_duration_s=1.0, min_inferences=10, kernel_profile_steps=2,
                     accuracy_samples=0)
-    prepared = Prepared(backend="null", model_path="", input_name="x", input_shape=(1, 4), input_dtype="float32",
+    prepared = Prepared(backend="null", model_path="", inputs=(InputDesc("x", shape=(4,)),), batch=1,
                         precision="fp32")
     outcome = run_instances(cfg, prepared)
     assert outcome.status == "ok", outcome.reason
