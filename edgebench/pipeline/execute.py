@@ -120,9 +120,9 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     probe_row = probe_fields(probe, "")
     parts.setup["probe"] = probe_row.get("probe")
     parts.verdict.probe_notes = probe_row.get("reason", "")
-    interval = profile.telemetry["interval_s"]
+    interval = profile.telemetry.interval_s
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry.samplers]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         t_runner = time.monotonic()
@@ -159,7 +159,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         parts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
     else:
         parts.idle_absent = idle_absent(profile)
-    parts.samplers = tuple(profile.telemetry["samplers"])  # the empty_reasons step names them
+    parts.samplers = tuple(profile.telemetry.samplers)  # the empty_reasons step names them
     parts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
     parts.load = load_fields(cfg, outcome.instances, summary)
     # power calibration (power.calibration / calibration_file): derived from the assembled power columns
