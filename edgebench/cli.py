@@ -32,7 +32,7 @@ from edgebench.commands.options import (
     positive_int,
     seconds,
 )
-from edgebench.config.profile import Profile, list_profiles, load_profile
+from edgebench.config.profile import list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
 from edgebench.errors import DiskFullError, EdgebenchError, ModelError

@@ -61,7 +61,11 @@ def _unwrap(annotation: Any) -> Any:
 
 
 def _is_union(annotation: Any) -> bool:
-    return typing.get_origin(_unwrap(annotation)) in (typing.Union, types.UnionType)
+    """A union of two or more types besides None (pydantic tags its errors with the branch; X | None it does not)."""
+    annotation = _unwrap(annotation)
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return False
+    return len([a for a in typing.get_args(annotation) if a is not type(None)]) > 1
 
 
 def kind_text(annotation: Any) -> str:

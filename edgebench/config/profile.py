@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 
 from edgebench.config.problems import Problems, problems_of, unknown_text
 from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for the sweep's row type; callers import it here
-from edgebench.config.sections import SECTIONS, ProfileFile, Section
+from edgebench.config.sections import SECTIONS, ProfileFile
 from edgebench.config.shapes import parse_shapes
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.telemetry.catalog import SAMPLER_NAMES

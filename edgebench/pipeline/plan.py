@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from edgebench.backends.registry import get_backend
+from edgebench.backends.registry import BACKEND_NAMES, get_backend
+from edgebench.config.problems import did_you_mean, unknown_text
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
-from edgebench.config.problems import unknown_text
 from edgebench.errors import EdgebenchError
 from edgebench.models.spec import list_models, load_model_spec
 from edgebench.placement import Placement, placements_of
@@ -93,7 +93,9 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
         try:
             backends[name] = get_backend(name)
         except EdgebenchError as exc:
-            raise profile.error("sweep.backends", str(exc)) from None
+            near = did_you_mean(name, BACKEND_NAMES) if ":" not in name else None
+            raise profile.error("sweep.backends", unknown_text("backend", name, BACKEND_NAMES) if near
+                                else str(exc)) from None
 
     run = profile.run
     option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.option_sets or [{}])]
