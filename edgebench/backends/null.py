@@ -32,10 +32,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import Field, model_validator
-
 from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.backends.options import BackendOptions, must, validated
+from edgebench.config.typed import Field, model_validator
 from edgebench.errors import BackendError
 from edgebench.models.model_artifact import ModelArtifact
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.config import JsonDict
-
 from edgebench.config.problems import choices_of, did_you_mean, kind_text
+from edgebench.config.typed import BaseModel, ConfigDict, JsonDict, ValidationError
 from edgebench.errors import BackendError
 
 T = TypeVar("T", bound="BackendOptions")

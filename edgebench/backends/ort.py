@@ -20,12 +20,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import Field
-
 from edgebench.backends import trt_logic  # module-qualified: tests stand in for the board probes
 from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.backends.options import BackendOptions, validated
 from edgebench.backends.ort_dla import core_mismatch, dla_core_check
+from edgebench.config.typed import Field
 from edgebench.errors import BackendError
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.placement import Placement as ParsedPlacement

@@ -24,10 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import Field, field_validator
-
 from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.backends.options import BackendOptions, must, validated
+from edgebench.config.typed import Field, field_validator
 from edgebench.errors import BackendError, EdgebenchError
 from edgebench.models.export import build_torch_model
 from edgebench.models.model_artifact import ModelArtifact

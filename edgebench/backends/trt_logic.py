@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from edgebench.backends.options import BackendOptions, must, validated
 from edgebench.backends.trt_engine_cache import EngineKey
 from edgebench.backends.trt_profile import optimisation_profile
+from edgebench.config.typed import Field
 from edgebench.device.jetson import dla_nodes
 from edgebench.errors import BackendError
 from edgebench.placement import Placement

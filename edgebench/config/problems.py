@@ -13,8 +13,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
-
+from edgebench.config.typed import BaseModel, ValidationError
 from edgebench.errors import ConfigError
 
 
@@ -152,7 +151,7 @@ def field_problem(annotation: Any, value: Any, errors: list[dict[str, Any]]) -> 
 def problems_of(exc: ValidationError, model: type[BaseModel], data: Mapping[str, Any],
                 where: typing.Callable[[str], tuple[str, str]], prefix: str = "") -> list[ConfigError]:
     """One ConfigError per failed field of `model` validated from `data` (nested sections recurse). `where(dotted)`
-    is (source, field) to name: the file and the dotted field, or a flag and no field when a flag gave the value."""
+    is (source, field) to name: the file (or the flag that gave the value) and the dotted field."""
     return _problems([dict(e) for e in exc.errors()], model, data, where, prefix)
 
 

@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
-
 from edgebench.config.problems import Problems, problems_of, unknown_text
 from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for the sweep's row type; callers import it here
 from edgebench.config.sections import SECTIONS, ProfileFile
 from edgebench.config.shapes import parse_shapes
+from edgebench.config.typed import Field, ValidationError
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.telemetry.catalog import SAMPLER_NAMES
 from edgebench.telemetry.power_calibration import parse_calibration, read_calibration_file
@@ -96,9 +95,8 @@ class Profile(ProfileFile):
         return out
 
     def where(self, dotted: str) -> tuple[str, str]:
-        """(source, field) an error about `dotted` names: the flag that gave it, else the file and the field."""
-        flag = self.origins.get(dotted)
-        return (flag, "") if flag else (self.source, dotted)
+        """(source, field) an error about `dotted` names: the flag that gave its value, else the file; and the field."""
+        return self.origins.get(dotted, self.source), dotted
 
     def error(self, dotted: str, problem: str) -> ConfigError:
         """A ConfigError about field `dotted`, naming its flag or its file (see where)."""
@@ -120,8 +118,7 @@ class Profile(ProfileFile):
         named = self.model_copy(update={"origins": origins})
 
         def where(dotted: str) -> tuple[str, str]:
-            flag = origins.get(dotted)
-            return (flag, "") if flag else ("command line", dotted)
+            return origins.get(dotted, "command line"), dotted
 
         model = type(getattr(self, section))
         data = {**getattr(self, section).model_dump(), **given}
