@@ -425,7 +425,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(markdown)
     print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
 
-    report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
+    given: list[Path | str] = list(run_dirs)
+    report = build_report(given, Path(args.out) if args.out else run_dirs[0] / "report",
                           max_timelines=args.max_timelines, formats=tuple(args.formats))
     print(describe_report(report))
     return 0

@@ -217,7 +217,9 @@ class TorchSession:
         self._dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prepared.precision, torch.float32)
         self._stream: Any = None
         self._stream_owner = 0
-        self._graph = self._xs = self._y = None
+        self._graph: Any = None  # torch.cuda.CUDAGraph once captured
+        self._xs: Any = None  # the fed input tensors (the graph's static buffers once captured)
+        self._y: Any = None
         if device[0] == "cuda":
             seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
             if device[1] >= seen:

@@ -11,14 +11,26 @@ importable from here too) is in run_config.py.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from edgebench.config.problems import Problems, problems_of, unknown_text
 from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for the sweep's row type; callers import it here
-from edgebench.config.sections import SECTIONS, ProfileFile
+from edgebench.config.sections import (
+    SECTION_MODELS,
+    SECTIONS,
+    AccuracySection,
+    CalibrationSection,
+    CooldownSection,
+    PowerSection,
+    ProfileFile,
+    RunSection,
+    SweepSection,
+    TelemetrySection,
+)
 from edgebench.config.shapes import parse_shapes
-from edgebench.config.typed import Field, ValidationError
+from edgebench.config.typed import ValidationError
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.telemetry.catalog import SAMPLER_NAMES
 from edgebench.telemetry.power_calibration import parse_calibration, read_calibration_file
@@ -79,12 +91,38 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- profiles
 
-class Profile(ProfileFile):
-    """A validated profile: its sections (`profile.run.duration_s`), the file it came from and, for values a
-    command-line flag gave, that flag (`origins`: dotted field -> flag), which an error about the value names."""
+@dataclass(frozen=True)
+class Profile:
+    """A validated profile: its sections as typed models (`profile.run.duration_s`), the file it came from and, for
+    values a command-line flag gave, that flag (`origins`: dotted field -> flag), which an error about the value
+    names. A section given as a mapping (`dataclasses.replace(p, run={...})`) is validated into its model."""
 
-    source: str = ""  # file it came from (and its parents)
-    origins: dict[str, str] = Field(default_factory=dict)
+    name: str
+    description: str
+    device: str
+    source: str  # file it came from (and its parents)
+    sweep: SweepSection = field(default_factory=SweepSection)
+    run: RunSection = field(default_factory=RunSection)
+    telemetry: TelemetrySection = field(default_factory=TelemetrySection)
+    calibration: CalibrationSection = field(default_factory=CalibrationSection)
+    power: PowerSection = field(default_factory=PowerSection)
+    accuracy: AccuracySection = field(default_factory=AccuracySection)
+    cooldown: CooldownSection = field(default_factory=CooldownSection)
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems = Problems(self.source)
+        for section in SECTIONS:
+            given = getattr(self, section)
+            model = SECTION_MODELS[section]
+            if isinstance(given, model):
+                continue
+            try:
+                object.__setattr__(self, section, model.model_validate(dict(given)))
+            except ValidationError as exc:
+                for problem in problems_of(exc, model, dict(given), self.where, f"{section}."):
+                    problems.add(problem)
+        problems.raise_all()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (a loadable profile without `source`): top-level keys, then one mapping per section."""
@@ -106,7 +144,7 @@ class Profile(ProfileFile):
         """A copy with some values of one section replaced as they are (None included), not validated: for values
         the command itself decides (edgebench run's single config)."""
         current = getattr(self, section)
-        return self.model_copy(update={section: current.model_copy(update=values)})
+        return replace(self, **{section: current.model_copy(update=values)})
 
     def with_overrides(self, section: str, flags: Mapping[str, str] | None = None, **values: Any) -> Profile:
         """A copy with some values of one section replaced (None = keep), validated like the file. `flags` (key ->
@@ -115,7 +153,7 @@ class Profile(ProfileFile):
         if not given:
             return self
         origins = {**self.origins, **{f"{section}.{k}": flags[k] for k in given if flags and k in flags}}
-        named = self.model_copy(update={"origins": origins})
+        named = replace(self, origins=origins)
 
         def where(dotted: str) -> tuple[str, str]:
             return origins.get(dotted, "command line"), dotted
@@ -130,7 +168,7 @@ class Profile(ProfileFile):
                 problems.add(problem)
             problems.raise_all()
             raise  # pragma: no cover - problems_of names at least one
-        prof = named.model_copy(update={section: new})
+        prof = replace(named, **{section: new})
         problems = Problems(prof.source)
         problems.errors.extend(_semantic_problems(prof))
         problems.raise_all()
@@ -207,7 +245,7 @@ def profile_from_dict(data: dict[str, Any], source: str, default_name: str = "cu
             problems.add(problem)
         cleaned = _without(data, {e.field for e in problems.errors})
         checked = ProfileFile.model_validate({"name": default_name, **cleaned})
-    prof = Profile(**dict(checked), source=source)
+    prof = Profile(**dict(checked), source=source)  # the checked sections, as models
     failed = {e.field for e in problems.errors}
     if "run.duration_s" in failed:  # its default would make the max_duration_s comparison meaningless
         failed.add("run.max_duration_s")

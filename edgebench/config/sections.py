@@ -41,7 +41,8 @@ PowerModes = Annotated[list[str | int], NonEmpty]
 class Section(BaseModel):
     """A profile section: unknown keys refused, values of exactly their type (no '8' for 8), read-only.
 
-    `section["key"]` and `section.get("key")` read a field too, for code written when sections were mappings."""
+    `section["key"]`, `section.get("key")` and `{**section}` read it as a mapping too, as code written when sections
+    were mappings does."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -52,6 +53,10 @@ class Section(BaseModel):
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key) if key in type(self).model_fields else default
+
+    def keys(self) -> list[str]:
+        """The field names (with __getitem__, `{**section}` and `dict(section)` give the plain mapping)."""
+        return list(type(self).model_fields)
 
 
 class SweepSection(Section):
@@ -199,5 +204,10 @@ class ProfileFile(Section):
     cooldown: CooldownSection = CooldownSection()
 
 
-# the section fields of ProfileFile, in order (written out: importable without pydantic; a test compares)
-SECTIONS: tuple[str, ...] = ("sweep", "run", "telemetry", "calibration", "power", "accuracy", "cooldown")
+# the section fields of ProfileFile and their models, in order (written out: importable without pydantic; a test
+# compares them with ProfileFile)
+SECTION_MODELS: dict[str, type[Section]] = {
+    "sweep": SweepSection, "run": RunSection, "telemetry": TelemetrySection, "calibration": CalibrationSection,
+    "power": PowerSection, "accuracy": AccuracySection, "cooldown": CooldownSection,
+}
+SECTIONS: tuple[str, ...] = tuple(SECTION_MODELS)
