@@ -22,7 +22,7 @@ T = TypeVar("T", bound="BackendOptions")
 class BackendOptions(BaseModel):
     """Options of one backend: unknown ones refused, values of exactly their type (true, not 'yes'), read-only."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 def must(text: str) -> JsonDict:

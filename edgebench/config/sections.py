@@ -44,7 +44,7 @@ class Section(BaseModel):
     `section["key"]`, `section.get("key")` and `{**section}` read it as a mapping too, as code written when sections
     were mappings does."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     def __getitem__(self, key: str) -> Any:
         if key not in type(self).model_fields:
