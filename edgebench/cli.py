@@ -346,7 +346,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     }
     if args.shapes and not args.onnx:
         sweep["shapes"] = {model: args.shapes}
-    profile = profile.with_section("sweep", **sweep)  # one config, as the flags name it
+    run_flags = {"models": "--model", "backends": "--backend", "precisions": "--precision", "batches": "--batch",
+                 "modes": "--mode", "placements": "--placement"}
+    profile = profile.with_section("sweep", run_flags, **sweep)  # one config, as the flags name it
     if args.duration is not None:
         profile = profile.with_overrides("run", {"duration_s": "--duration"}, duration_s=args.duration,
                                          max_duration_s=max(args.duration, profile.run.max_duration_s))

@@ -140,11 +140,12 @@ class Profile:
         """A ConfigError about field `dotted`, naming its flag or its file (see where)."""
         return ConfigError(*self.where(dotted), problem)
 
-    def with_section(self, section: str, **values: Any) -> Profile:
+    def with_section(self, section: str, flags: Mapping[str, str] | None = None, **values: Any) -> Profile:
         """A copy with some values of one section replaced as they are (None included), not validated: for values
-        the command itself decides (edgebench run's single config)."""
+        the command itself decides (edgebench run's single config). `flags` as in with_overrides."""
         current = getattr(self, section)
-        return replace(self, **{section: current.model_copy(update=values)})
+        origins = {**self.origins, **{f"{section}.{k}": flags[k] for k in values if flags and k in flags}}
+        return replace(self, origins=origins, **{section: current.model_copy(update=values)})
 
     def with_overrides(self, section: str, flags: Mapping[str, str] | None = None, **values: Any) -> Profile:
         """A copy with some values of one section replaced (None = keep), validated like the file. `flags` (key ->
