@@ -33,7 +33,7 @@ from edgebench.commands.options import (
     positive_int,
     seconds,
 )
-from edgebench.config.profile import Profile, list_profiles, load_profile
+from edgebench.config.profile import list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
 from edgebench.errors import DiskFullError, EdgebenchError, ModelError
@@ -208,9 +208,9 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
 
 def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
                   onnx_specs: dict | None = None) -> int:
-    models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {},
-                        accuracy=dict(profile.accuracy),
-                        shapes=dict(profile.sweep.get("shapes") or {}))
+    models = ModelCache(_cache(args), profile.calibration.model_dump(), onnx_specs=onnx_specs or {},
+                        accuracy=profile.accuracy.model_dump(),
+                        shapes=dict(profile.sweep.shapes or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
     if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
         print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
@@ -218,7 +218,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
-    if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each
+    if profile.run.slo_ms is not None:  # adaptive: probes with more or fewer streams, one row each
 
         searches = run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                                     on_start=start_line, idle_power_w=idle_w)
@@ -227,7 +227,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
                   on_start=start_line)
     rows = store.records()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
-    if profile.run.get("slo_ms") is not None:  # one line per option set x GPU sharing mode, side by side
+    if profile.run.slo_ms is not None:  # one line per option set x GPU sharing mode, side by side
         slo_table([s.record for s in searches])
     counts: dict[str, int] = {}
     for row in rows:
@@ -302,8 +302,8 @@ def check_model_inputs(profile: Any) -> None:
     """Resolve every model's input set (sweep.shapes, spec shapes/vocab) before anything runs: a bad shape or a
     missing one is one error naming the model's input, not a failed row per config."""
 
-    shapes = profile.sweep.get("shapes") or {}
-    for model in profile.sweep["models"]:
+    shapes = profile.sweep.shapes or {}
+    for model in profile.sweep.models:
         resolved_spec(load_model_spec(model), shapes.get(model), f"{profile.source}: sweep.shapes.{model}")
 
 
@@ -317,7 +317,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.onnx:
         load_external_onnx(args.onnx, expected_shape=None, batch=None)
         label = Path(args.onnx).stem
-        shapes = args.shapes or (profile.sweep.get("shapes") or {}).get(label)
+        shapes = args.shapes or (profile.sweep.shapes or {}).get(label)
         spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
                          shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}",
                          batch_axis=args.batch_axis)
@@ -350,17 +350,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     sweep: dict[str, Any] = {
         "models": [model], "backends": [args.backend], "precisions": [args.precision],
         "batches": [batch], "modes": [args.mode],
+        "placements": [[args.placement or profile.sweep.accelerator] * args.instances],
     }
     if args.shapes and not args.onnx:
         sweep["shapes"] = {model: args.shapes}
-    data = profile.to_dict()
-    data["sweep"].update(sweep)
-    data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
-
-    profile = Profile(**data)
+    run_flags = {"models": "--model", "backends": "--backend", "precisions": "--precision", "batches": "--batch",
+                 "modes": "--mode", "placements": "--placement"}
+    profile = profile.with_section("sweep", run_flags, **sweep)  # one config, as the flags name it
     if args.duration is not None:
-        profile = profile.with_overrides("run", duration_s=args.duration,
-                                         max_duration_s=max(args.duration, profile.run["max_duration_s"]))
+        profile = profile.with_overrides("run", {"duration_s": "--duration"}, duration_s=args.duration,
+                                         max_duration_s=max(args.duration, profile.run.max_duration_s))
     profile = load_overrides(profile, args)
     profile = apply_accuracy(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
@@ -436,7 +435,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(markdown)
     print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
 
-    report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
+    given: list[Path | str] = list(run_dirs)
+    report = build_report(given, Path(args.out) if args.out else run_dirs[0] / "report",
                           max_timelines=args.max_timelines, formats=tuple(args.formats))
     print(describe_report(report))
     return 0

@@ -12,6 +12,17 @@ from typing import Any
 
 from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
 from edgebench.config.profile import Profile
+from edgebench.config.sections import GPU_SHARING
+
+# the profile field each option of bench/run overrides -> the flag, which errors about the value name
+FLAGS = {
+    "sweep": {"models": "--models", "precisions": "--precisions", "batches": "--batches", "instances": "--instances",
+              "backends": "--backends", "modes": "--mode"},
+    "run": {"duration_s": "--duration", "repeats": "--repeats", "rate_hz": "--rate", "slo_ms": "--slo-ms",
+            "max_streams": "--max-streams", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
+    "accuracy": {"weights": "--weights", "dataset": "--dataset", "labels": "--labels"},
+    "calibration": {"samples": "--calibration-samples"},
+}
 
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
 EXIT_PARTIAL = 3
@@ -86,7 +97,7 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     add_limit_arguments(g, slo_help=None)
 
 
-SHARING_MODES = ("time-slicing", "mps")  # = config.fields.GPU_SHARING (checked again when the profile loads)
+SHARING_MODES = GPU_SHARING
 
 
 def sharing_list(text: str) -> str | list[str]:
@@ -111,10 +122,10 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
                              "under both, side by side")
 
 
-def load_overrides(profile: Any, args: argparse.Namespace) -> Any:
+def load_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
     """The profile with the load options (--rate, --slo-ms, --max-streams, --gpu-sharing) applied."""
-    return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
-                                  gpu_sharing=args.gpu_sharing)
+    return profile.with_overrides("run", FLAGS["run"], rate_hz=args.rate, slo_ms=args.slo_ms,
+                                  max_streams=args.max_streams, gpu_sharing=args.gpu_sharing)
 
 
 def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
@@ -130,13 +141,15 @@ def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--calibration-samples", type=int, metavar="N", help="int8 calibration images")
 
 
-def apply_accuracy(profile: Any, args: argparse.Namespace) -> Any:
+def apply_accuracy(profile: Profile, args: argparse.Namespace) -> Profile:
     """--weights/--dataset/--labels/--accuracy-samples/--calibration-samples into the profile (so profile.yaml
     of the run folder keeps them for --resume)."""
-    profile = profile.with_overrides("accuracy", weights=args.weights, dataset=args.dataset, labels=args.labels)
-    profile = profile.with_overrides("run", accuracy_samples=args.accuracy_samples)
-    source = "labelled" if args.dataset and profile.calibration["source"] == "synthetic" else None
-    return profile.with_overrides("calibration", source=source, samples=args.calibration_samples)
+    profile = profile.with_overrides("accuracy", FLAGS["accuracy"], weights=args.weights, dataset=args.dataset,
+                                     labels=args.labels)
+    profile = profile.with_overrides("run", FLAGS["run"], accuracy_samples=args.accuracy_samples)
+    source = "labelled" if args.dataset and profile.calibration.source == "synthetic" else None
+    return profile.with_overrides("calibration", FLAGS["calibration"], source=source,
+                                  samples=args.calibration_samples)
 
 
 def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
@@ -146,16 +159,16 @@ def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
     return parser.parse_args(bench_args)
 
 
-def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
-    """The profile with the sweep/run options of `edgebench bench` (None = keep the profile's value) applied."""
+def apply_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
+    """The profile with the sweep/run options of `edgebench bench` (None = keep the profile's value) applied; an
+    error about a value a flag gave names the flag."""
 
-    if args.instances is not None and profile.sweep.get("placements"):
+    if args.instances is not None and profile.sweep.placements:
         # explicit placement sets decide the instance count; --instances replaces them with copies of the accelerator
-        data = profile.to_dict()
-        data["sweep"]["placements"] = None
-        profile = Profile(**data)
+        profile = profile.with_section("sweep", placements=None)
     profile = profile.with_overrides(
         "sweep",
+        FLAGS["sweep"],
         models=args.models,
         precisions=args.precisions,
         batches=args.batches,
@@ -164,6 +177,7 @@ def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
         modes=[args.mode] if args.mode else None,
     )
     if args.duration is not None:
-        max_d = max(profile.run["max_duration_s"], args.duration)
-        profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
-    return apply_accuracy(load_overrides(profile.with_overrides("run", repeats=args.repeats), args), args)
+        max_d = max(profile.run.max_duration_s, args.duration)
+        profile = profile.with_overrides("run", FLAGS["run"], duration_s=args.duration, max_duration_s=max_d)
+    profile = profile.with_overrides("run", FLAGS["run"], repeats=args.repeats)
+    return apply_accuracy(load_overrides(profile, args), args)

@@ -1,8 +1,5 @@
-"""The keys a profile or model spec may hold: type, default, limits and doc of each field, and the
-check of one value against its field.
-
-config.py loads files, merges `extends:` and checks what spans fields (semantics); this module is the
-schema it checks against, plain data plus the per-value rules, so the keys can be read in one place.
+"""The keys a model spec may hold: type, default, limits and doc of each field, and the check of one value
+against its field (models/spec.py reads it). A profile's keys are typed models in sections.py.
 """
 
 from __future__ import annotations
@@ -12,11 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from edgebench.config.sections import GPU_SHARING, MODES, PRECISIONS  # noqa: F401 - their home moved
 from edgebench.errors import ConfigError
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp", "int8")
-MODES = ("process", "streams")
-GPU_SHARING = ("time-slicing", "mps")  # how a row's GPU instances share the GPU (mps: edgebench runs the daemon)
 MODEL_SOURCES = ("torchvision", "builtin", "onnx")
 DTYPES = ("float32", "float16", "int64", "int32", "bool")  # = edgebench.models.inputs.INPUT_DTYPES
 
@@ -30,107 +25,6 @@ class Field:
     minimum: float | None = None
     doc: str = ""
 
-
-# profile schema: section -> field -> Field. Top-level scalars live in section "".
-PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
-    "": {
-        "name": Field("str", doc="profile name"),
-        "description": Field("str", "", doc="one line shown by `edgebench profiles`"),
-        "extends": Field("str|none", None, doc="profile this one overrides"),
-        "device": Field("str", "host", doc="kind of device: host, dgpu, jetson"),
-    },
-    "sweep": {
-        "models": Field("list[str]", ["tiny_cnn"]),
-        "precisions": Field("list[str]", ["fp32"]),
-        "batches": Field("list[int]", [1], minimum=1),
-        "instances": Field("list[int]", [1], minimum=1),
-        "modes": Field("list[str]", ["process"]),
-        "backends": Field("list[str]", ["ort"]),
-        "accelerator": Field("str", "cpu", doc="placement of every instance when `placements` is not given"),
-        "placements": Field("list[list[str]]", None, doc="explicit placement sets; each set's length is its instance count"),
-        "option_sets": Field("list[map]", None, doc="backend option sets, e.g. [{}, {cuda_graph: true}]; each is a row"),
-        "shapes": Field("map|none", None, doc="per model, input shapes in trtexec form for symbolic axes, "
-                                              "e.g. {detector: 'images:1x3x320x320'}"),
-    },
-    "run": {
-        "warmup_s": Field("float", 1.0, minimum=0.0),
-        "duration_s": Field("float", 5.0, minimum=0.1, doc="minimum measured window"),
-        "max_duration_s": Field("float", 60.0, minimum=0.1, doc="the window never runs longer"),
-        "min_inferences": Field("int", 662, minimum=1, doc="window extends until this many inferences (p99 needs 662)"),
-        "threads_per_instance": Field("int|auto", "auto", doc="CPU threads per instance; auto = cores // instances"),
-        "sub_windows": Field("int", 5, minimum=2, doc="throughput stability is checked across this many sub-windows"),
-        "stability_tolerance_pct": Field("float", 15.0, minimum=0.0),
-        "load_timeout_s": Field("float", 300.0, minimum=1.0),
-        "barrier_timeout_s": Field("float", 120.0, minimum=1.0,
-                                   doc="how long a ready instance waits for the start signal (every instance ready)"),
-        "collect_timeout_s": Field("float", 60.0, minimum=1.0),
-        "seed": Field("int", 0),
-        "accuracy_samples": Field("int", 16, minimum=0, doc="fixed inputs compared against FP32 (0 = off)"),
-        "repeats": Field("int", 1, minimum=1, doc="measure every config this many times (rows differ in `repeat`)"),
-        "rate_hz": Field("float|none", None, minimum=0.001,
-                         doc="open loop: each instance is a stream with this fixed arrival rate (inferences/s); "
-                             "latency counts queueing (end - scheduled arrival). null = closed loop"),
-        "slo_ms": Field("float|none", None, minimum=0.001,
-                        doc="with rate_hz: search the most streams whose p99 latency stays under this"),
-        "max_streams": Field("int", 64, minimum=1, doc="the SLO search never tries more streams than this"),
-        "gpu_sharing": Field("str|list[str]", "time-slicing", choices=GPU_SHARING,
-                             doc="mps: run the row's GPU instances under a CUDA MPS daemon that edgebench "
-                                 "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed. "
-                                 "A list ([time-slicing, mps]) makes it a sweep dimension: every config once "
-                                 "per mode (and one SLO search per mode)"),
-        "workers": Field("str", "warm", choices=("warm", "fresh"),
-                         doc="warm: a row's instance processes are kept for the next rows of the same model, "
-                             "backend, precision and options (only batch or instance count changes; the session "
-                             "is reopened, the process and its imported framework are reused); fresh: new "
-                             "processes for every row. The row's `workers` column says which"),
-        "kernel_profile_steps": Field("int", 0, minimum=0,
-                                      doc="GPU: profile this many inferences in the row's probe process (never a "
-                                          "measured one) to get tensor_core_time_pct (0 = off)"),
-    },
-    "telemetry": {
-        "samplers": Field("list[str]", ["host"]),
-        "interval_s": Field("float", 0.1, minimum=0.005),
-        "idle_baseline_s": Field("float", 0.0, minimum=0.0),
-    },
-    "power": {
-        "modes": Field("list[str|int]", None, doc="Jetson nvpmodel modes to sweep, by name or id, e.g. [MAXN, 30W]; "
-                                                  "null = leave the power mode alone"),
-        "allow_changes": Field("bool", False, doc="must be true for power.modes: changing the mode needs root and "
-                                                  "affects the whole board (restored at the end)"),
-        "settle_s": Field("float", 5.0, minimum=0.0, doc="wait after switching a mode before the next row"),
-        "calibration": Field("map|none", None, doc="on-board sensor vs a wall meter: {scale, offset_w, source[, "
-                                                   "power_scope]}; rows get power_w_mean_calibrated = power_w_mean * "
-                                                   "scale + offset_w (raw columns unchanged)"),
-        "calibration_file": Field("str|none", None, doc="YAML with per-board calibrations: {boards: {<board model>: "
-                                                        "{scale, offset_w, source}}}; the board comes from the "
-                                                        "device tree / DMI"),
-    },
-    "cooldown": {
-        "enabled": Field("bool", False, doc="wait before each row until the GPU/SoC temperature and clock are back "
-                                            "near the idle baseline read before the first row (or timeout_s)"),
-        "source": Field("str", "auto", choices=("auto", "sysfs", "nvml"),
-                        doc="thermal probe: sysfs thermal zones + GPU devfreq (Jetson), nvml (discrete GPU), "
-                            "auto = nvml when the sweep uses a CUDA GPU, else sysfs"),
-        "sysfs_root": Field("str", "/", doc="root of the sysfs tree the sysfs probe reads (a fixture tree in tests)"),
-        "temp_margin_c": Field("float", 3.0, minimum=0.0, doc="settled when within this of the idle temperature"),
-        "clock_margin_pct": Field("float", 10.0, minimum=0.0, doc="settled when the clock is within this % of idle"),
-        "timeout_s": Field("float", 120.0, minimum=0.0, doc="give up waiting after this; the row says so"),
-        "poll_s": Field("float", 1.0, minimum=0.01, doc="seconds between two readings while waiting"),
-    },
-    "calibration": {
-        "source": Field("str", "synthetic", doc="'synthetic', a folder of images / .npy files, or 'labelled': "
-                                                "a subset of accuracy.dataset disjoint from the evaluated images"),
-        "samples": Field("int", 32, minimum=1),
-        "seed": Field("int", 0),
-    },
-    "accuracy": {
-        "dataset": Field("str|none", None, doc="labelled images (class subfolders, or a flat folder + `labels`): "
-                                               "rows get accuracy_top1_pct/top5_pct on run.accuracy_samples of them"),
-        "labels": Field("str|none", None, doc="labels file '<image> <class index>' per line, for a flat folder"),
-        "weights": Field("str|none", None, doc="weights for every model of the sweep, overriding the model specs' "
-                                               "(torchvision:IMAGENET1K_V2 or a state_dict file)"),
-    },
-}
 
 MODEL_SCHEMA: dict[str, Field] = {
     "name": Field("str"),
@@ -224,27 +118,3 @@ def check_value(source: str, name: str, spec: Field, value: Any) -> Any:
     if spec.kind in ("float", "float|none") and value is not None:
         return float(value)
     return value
-
-
-class Problems:
-    """Collects every ConfigError of one profile so that all of them are reported at once."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.errors: list[ConfigError] = []
-
-    def check(self, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except ConfigError as exc:
-            if str(exc) not in {str(e) for e in self.errors}:
-                self.errors.append(exc)
-            return None
-
-    def raise_all(self) -> None:
-        if len(self.errors) == 1:
-            raise self.errors[0]
-        if self.errors:
-            parts = [f"{e.source}: field '{e.field}': {e.problem}" if e.source != self.source else
-                     (f"field '{e.field}': {e.problem}" if e.field else e.problem) for e in self.errors]
-            raise ConfigError(self.source, "", f"{len(self.errors)} problems: " + "; ".join(parts))
