@@ -30,6 +30,7 @@ from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_
 from edgebench.report.setup_time import HEAD as SETUP_HEAD
 from edgebench.report.setup_time import setup_table
 from edgebench.report.tables import Table, all_tables
+from edgebench.report.timeline_plots import NO_POWER, no_power_line
 from edgebench.results.column_dictionary import write_dictionary
 from edgebench.results.runs import Run, load_runs, profile_name
 from edgebench.results.schema import STATUSES
@@ -246,7 +247,9 @@ def summary_blocks(report: Report) -> list[tuple]:
     if drawn:
         b.append(("ul", [[f"{f.title}: ", *[x for p in f.files for x in ((p.suffix[1:], _rel(report, p)), " ")],
                           "— " + " · ".join(f.caption)] for f in drawn]))
-    absent = [f for f in timelines if f.absent_reason]
+    if (line := no_power_line(timelines)) is not None:
+        b.append(("p", [line]))
+    absent = [f for f in timelines if f.absent_reason and NO_POWER not in f.absent_reason]
     if absent:
         b.append(("p", ["Not drawn:"]))
         b.append(("ul", [[f.absent_reason or ""] for f in absent]))

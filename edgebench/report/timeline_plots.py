@@ -1,5 +1,9 @@
 """Power timelines: power (W) and utilization (%) over one row's life from its telemetry_*.csv files,
 the measured window (the instances' overlap, from latencies.csv.gz) shaded.
+
+A row whose telemetry holds no power channel (a host without readable RAPL, a sampler that lost power) gets no
+timeline: utilization alone is not a power timeline. Its figure carries an absent reason with NO_POWER, and the
+summary states all such rows in one line.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from edgebench.results.runs import Run
 
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
 _PER_CORE = re.compile(r"^cpu\d+_util_pct$")
+NO_POWER = "no power channel"  # in the absent reason of a row whose telemetry holds no power (summary groups them)
 
 
 def _read_telemetry(path: Path) -> tuple[list[int], dict[str, tuple[str, list[float | None]]]]:
@@ -119,28 +124,23 @@ def power_timeline(run: Run, row: dict[str, Any], tag: str = "") -> FigureData:
         fig.vlines.append((0.0, "barrier release"))
     if end_ns:
         fig.vlines.append(((end_ns - t0) / 1e9, "stop signalled"))
-    if not power_seen:
+    if not power_seen:  # a flat CPU line alone is no power timeline: not drawn, the summary says why in one line
         notes = [n for t in meta.get("telemetry", []) for n in t.get("notes", [])
                  if "cost" not in n.lower()] or [row.get("energy_source") or "no power channel recorded"]
-        fig.caption.append("no power reading in " + ", ".join(p.name for p in files) + ": " + "; ".join(notes))
-        fig.y_labels = ["utilization (%)"]
-        fig.title += " - no power reading"
-        for s in fig.series:
-            s.panel = 0
-    else:
-        mean = row.get("power_w_mean")
-        fig.caption.append(f"power_w_mean over the window (results.csv): {mean:.4g} W" if mean is not None
-                           else "power_w_mean empty in results.csv")
-        if mean is not None and fig.spans:
-            x0, x1, _label = fig.spans[0]
-            ref = Series("power_w_mean (results.csv)", color_key="mean", linestyle="--", marker="")
-            ref.line_x, ref.line_y = [x0, x1], [mean, mean]
-            fig.references.append(ref)
+        fig.absent_reason = (f"row {idx}: {NO_POWER} in " + ", ".join(p.name for p in files) + " ("
+                             + "; ".join(notes) + ")")
+        fig.caption.append("no power reading: " + "; ".join(notes))
+        return fig
+    mean = row.get("power_w_mean")
+    fig.caption.append(f"power_w_mean over the window (results.csv): {mean:.4g} W" if mean is not None
+                       else "power_w_mean empty in results.csv")
+    if mean is not None and fig.spans:
+        x0, x1, _label = fig.spans[0]
+        ref = Series("power_w_mean (results.csv)", color_key="mean", linestyle="--", marker="")
+        ref.line_x, ref.line_y = [x0, x1], [mean, mean]
+        fig.references.append(ref)
     if row.get("status") != "ok":
         fig.caption.append(f"row status {row.get('status')}: {row.get('reason') or ''}")
-    if not fig.series:
-        fig.absent_reason = (f"row {idx}: {', '.join(p.name for p in files)} hold no power (mW) or utilization (%) "
-                             "channel")
     return fig
 
 
@@ -164,3 +164,16 @@ def timeline_figures(runs: list[Run], max_rows: int | None = None) -> list[Figur
                     drawn += 1
             out.append(fig)
     return out
+
+
+def no_power_line(figures: list[FigureData]) -> str | None:
+    """One line for every row not drawn for want of power: how many, which, and why (the samplers' notes)."""
+    rows = [f for f in figures if f.absent_reason and NO_POWER in f.absent_reason]
+    if not rows:
+        return None
+    which = [f.absent_reason.split(":", 1)[0].removeprefix("row ") for f in rows if f.absent_reason]
+    why = sorted({c.removeprefix("no power reading: ") for f in rows for c in f.caption
+                  if c.startswith("no power reading: ")})
+    shown = ", ".join(which[:12]) + (" ..." if len(which) > 12 else "")
+    return (f"No power timeline for {len(rows)} row(s) (row {shown}): their telemetry holds {NO_POWER}, and "
+            f"utilization alone is not drawn ({'; '.join(why)})")
