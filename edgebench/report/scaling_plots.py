@@ -33,7 +33,7 @@ def throughput_vs_instances(runs: list[Run]) -> list[FigureData]:
             continue
         fig = FigureData(facet_slug("throughput_vs_instances", SCALING_FACET, values),
                          f"Scaling: {facet_title(SCALING_FACET, values, [])}", "concurrent instances",
-                         ["throughput (images/s)"])
+                         ["throughput (samples/s)"])
         fig.counts, fig.caption = count_caption(members)
         by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for run, row in members:

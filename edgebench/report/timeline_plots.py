@@ -22,6 +22,7 @@ from edgebench.results.runs import Run
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
 _PER_CORE = re.compile(r"^cpu\d+_util_pct$")
 NO_POWER = "no power channel"  # in the absent reason of a row whose telemetry holds no power (summary groups them)
+SKIPPED = "skipped"  # ... of a row that was skipped (grouped too)
 
 
 def _read_telemetry(path: Path) -> tuple[list[int], dict[str, tuple[str, list[float | None]]]]:
@@ -74,7 +75,7 @@ def power_timeline(run: Run, row: dict[str, Any], tag: str = "") -> FigureData:
                      "time since measurement start (s)", ["power (W)", "utilization (%)"])
     fig.counts = {row.get("status") or "": 1}
     if row.get("status") == "skipped":
-        fig.absent_reason = f"row {idx} was skipped ({row.get('reason') or ''}): nothing ran"
+        fig.absent_reason = f"row {idx}: {SKIPPED} ({row.get('reason') or ''}): nothing ran"
         return fig
     art = row.get("artifact_dir") or ""
     row_dir = run.path / art if art else None
@@ -166,14 +167,27 @@ def timeline_figures(runs: list[Run], max_rows: int | None = None) -> list[Figur
     return out
 
 
-def no_power_line(figures: list[FigureData]) -> str | None:
-    """One line for every row not drawn for want of power: how many, which, and why (the samplers' notes)."""
-    rows = [f for f in figures if f.absent_reason and NO_POWER in f.absent_reason]
-    if not rows:
-        return None
-    which = [f.absent_reason.split(":", 1)[0].removeprefix("row ") for f in rows if f.absent_reason]
-    why = sorted({c.removeprefix("no power reading: ") for f in rows for c in f.caption
-                  if c.startswith("no power reading: ")})
-    shown = ", ".join(which[:12]) + (" ..." if len(which) > 12 else "")
-    return (f"No power timeline for {len(rows)} row(s) (row {shown}): their telemetry holds {NO_POWER}, and "
-            f"utilization alone is not drawn ({'; '.join(why)})")
+def _rows_of(figures: list[FigureData]) -> str:
+    which = [(f.absent_reason or "").split(":", 1)[0].removeprefix("row ") for f in figures]
+    return "row " + ", ".join(which[:12]) + (" ..." if len(which) > 12 else "")
+
+
+def grouped_absences(figures: list[FigureData]) -> tuple[list[str], list[FigureData]]:
+    """(one line per kind of absence shared by many rows: no power channel, skipped; the other absent figures).
+    The no-power line names the samplers' notes, the skipped line the distinct skip reasons."""
+    absent = [f for f in figures if f.absent_reason]
+    no_power = [f for f in absent if f.absent_reason and f": {NO_POWER} in " in f.absent_reason]
+    skipped = [f for f in absent if f.absent_reason and f": {SKIPPED} (" in f.absent_reason]
+    lines = []
+    if no_power:
+        why = sorted({c.removeprefix("no power reading: ") for f in no_power for c in f.caption
+                      if c.startswith("no power reading: ")})
+        lines.append(f"No power timeline for {len(no_power)} row(s) ({_rows_of(no_power)}): their telemetry holds "
+                     f"{NO_POWER}, and utilization alone is not drawn ({'; '.join(why)})")
+    if skipped:
+        reasons = sorted({(f.absent_reason or "").split(f": {SKIPPED} (", 1)[1].removesuffix("): nothing ran")
+                          for f in skipped})
+        lines.append(f"No power timeline for {len(skipped)} skipped row(s) ({_rows_of(skipped)}): nothing ran ("
+                     + "; ".join(reasons) + ")")
+    rest = [f for f in absent if f not in no_power and f not in skipped]
+    return lines, rest
