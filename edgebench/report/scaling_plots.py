@@ -48,7 +48,7 @@ def throughput_vs_instances(runs: list[Run]) -> list[FigureData]:
             if s.line_x:
                 n0, t0 = s.line_x[0], s.line_y[0]
                 ref = Series(f"linear scaling from {n0:g} inst." + (f" ({label})" if len(runs) > 1 else ""),
-                             color_key="linear", linestyle=":", marker="")
+                             color_key="linear", linestyle=(":", "-.")[i % 2], marker="")  # grey, per run
                 ref.line_x = sorted(x for x in counts if x is not None and x >= n0)
                 ref.line_y = [t0 * x / n0 for x in ref.line_x]
                 fig.references.append(ref)
