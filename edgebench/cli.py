@@ -49,7 +49,6 @@ from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
 from edgebench.remote.command import main as remote_main
 from edgebench.report.answer import bench_answer, best_text
-from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
 from edgebench.results.confine import check_run_folder
@@ -111,8 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="figures, tables (CSV/Markdown/LaTeX) and a summary page from run folders")
     rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders; the first is the reference")
-    rp.add_argument("--out", help="report folder (default: RUN_DIR/report of the first run; speedup.csv/.md "
-                    "also go to --out, else to the first run folder)")
+    rp.add_argument("--out", help="report folder (default: RUN_DIR/report of the first run)")
     rp.add_argument("--max-timelines", type=int, default=40, metavar="N",
                     help="draw at most N power timelines per run (default 40)")
     rp.add_argument("--formats", type=csv_list(str), default=["png", "pdf"], help="figure formats (default png,pdf)")
@@ -426,18 +424,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
     if bad:  # before anything is written
         raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")
-    # one run: the table as before; several (boards): each run on its own, with a run column, never pooled
-    records = speedup_rows(read_rows(run_dirs)) if len(run_dirs) == 1 else per_run_speedup_rows(run_dirs)
-    out = _output_dir(Path(args.out) if args.out else run_dirs[0], "--out")
-    write_csv(records, out / "speedup.csv")
-    markdown = to_markdown(records)
-    (out / "speedup.md").write_text(markdown)
-    print(markdown)
-    print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
-
-    given: list[Path | str] = list(run_dirs)
-    report = build_report(given, Path(args.out) if args.out else run_dirs[0] / "report",
-                          max_timelines=args.max_timelines, formats=tuple(args.formats))
+    out = _output_dir(Path(args.out) if args.out else run_dirs[0] / "report", "--out")
+    report = build_report(run_dirs, out, max_timelines=args.max_timelines, formats=tuple(args.formats))
+    # the one speedup table (each run on its own, with a run column when several: never pooled)
+    print((out / "tables" / "speedup.md").read_text())
     print(describe_report(report))
     return 0
 
