@@ -2,7 +2,7 @@
 file (or the command-line flag) and the dotted field, with "did you mean" for a near-miss name.
 
 The texts are the ones edgebench has always printed: "expected list[int], got list [1, '8']", "0 is below the
-minimum 1", "must not be empty", "'fp8' is not one of fp32, ...", "unknown key (known: ...)".
+minimum 1", "must not be empty", "'fp8' is not one of fp32, ...", "unknown key (known: ...)", "is required".
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ def field_problem(annotation: Any, value: Any, errors: list[dict[str, Any]]) -> 
         errors = matching[0] if matching else [{"type": "union_type", "input": value, "loc": ()}]
     if any(err["type"] == "extra_forbidden" for err in errors):
         return "unknown key"
+    if any(err["type"] == "missing" and not err["loc"] for err in errors):
+        return "is required"
     if any(_is_type_error(err) for err in errors):
         return f"expected {kind_text(annotation)}, got {type(value).__name__} {value!r}"
     err = min(errors, key=lambda e: VALUE_ORDER.index(e["type"]) if e["type"] in VALUE_ORDER else len(VALUE_ORDER))
