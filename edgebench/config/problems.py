@@ -84,8 +84,9 @@ def kind_text(annotation: Any) -> str:
         return str(args[0]) if len(args) == 1 else type(args[0]).__name__
     if origin is list:
         return f"list[{kind_text(args[0])}]"
-    if origin is dict or annotation is dict:
-        return "map"
+    if origin is dict or annotation is dict:  # a map of anything is a 'map'; of typed values, it says of what
+        typed_values = len(args) == 2 and args[1] is not Any
+        return f"map[{kind_text(args[0])}, {kind_text(args[1])}]" if typed_values else "map"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
     return getattr(annotation, "__name__", str(annotation))
