@@ -7,7 +7,14 @@ import pytest
 
 from edgebench.errors import ConfigError
 from edgebench.models.inputs import INPUT_DTYPES
-from edgebench.models.spec import ModelSpec, list_models, load_model_spec, model_spec_from_dict
+from edgebench.models.spec import (
+    SINGLE_INPUT_KEYS,
+    SPEC_FIELDS,
+    ModelSpec,
+    list_models,
+    load_model_spec,
+    model_spec_from_dict,
+)
 from edgebench.models.spec_file import DTYPES, MODEL_SOURCES, ModelSpecFile
 
 GOOD = {"name": "m", "source": "builtin", "arch": "tiny_cnn", "input_shape": [3, 8, 8]}
@@ -86,3 +93,8 @@ def test_every_shipped_model_spec_loads():
     names = list_models()
     assert len(names) >= 13
     assert all(isinstance(load_model_spec(name), ModelSpec) for name in names)
+
+
+def test_every_file_key_reaches_the_spec_or_is_turned_into_its_inputs():
+    kept_elsewhere = set(SINGLE_INPUT_KEYS) | {"values"}  # values: its behaviour lands with the --value work
+    assert set(ModelSpecFile.model_fields) - kept_elsewhere <= SPEC_FIELDS
