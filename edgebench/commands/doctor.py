@@ -15,7 +15,7 @@ from edgebench.telemetry.registry import sampler_availability
 PACKAGES = [
     ("numpy", "pip install numpy", "core"),
     ("yaml", "pip install pyyaml", "profiles and model specs"),
-    ("pydantic", "pip install 'pydantic>=2.6'", "checking profiles and backend options"),
+    ("pydantic", "pip install 'pydantic>=2.6'", "checking profiles, model specs and backend options"),
     ("psutil", "pip install psutil", "host telemetry (CPU, memory)"),
     ("onnx", "pip install 'edgebench[ort]'", "ONNX checks, fp16/int8 variants"),
     ("onnxruntime", "pip install 'edgebench[ort]' (or onnxruntime-gpu for CUDA)", "ort backend"),

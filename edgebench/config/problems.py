@@ -2,7 +2,7 @@
 file (or the command-line flag) and the dotted field, with "did you mean" for a near-miss name.
 
 The texts are the ones edgebench has always printed: "expected list[int], got list [1, '8']", "0 is below the
-minimum 1", "must not be empty", "'fp8' is not one of fp32, ...", "unknown key (known: ...)".
+minimum 1", "must not be empty", "'fp8' is not one of fp32, ...", "unknown key (known: ...)", "is required".
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ def kind_text(annotation: Any) -> str:
         return str(args[0]) if len(args) == 1 else type(args[0]).__name__
     if origin is list:
         return f"list[{kind_text(args[0])}]"
-    if origin is dict or annotation is dict:
-        return "map"
+    if origin is dict or annotation is dict:  # a map of anything is a 'map'; of typed values, it says of what
+        typed_values = len(args) == 2 and args[1] is not Any
+        return f"map[{kind_text(args[0])}, {kind_text(args[1])}]" if typed_values else "map"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
     return getattr(annotation, "__name__", str(annotation))
@@ -132,6 +133,8 @@ def field_problem(annotation: Any, value: Any, errors: list[dict[str, Any]]) -> 
         errors = matching[0] if matching else [{"type": "union_type", "input": value, "loc": ()}]
     if any(err["type"] == "extra_forbidden" for err in errors):
         return "unknown key"
+    if any(err["type"] == "missing" and not err["loc"] for err in errors):
+        return "is required"
     if any(_is_type_error(err) for err in errors):
         return f"expected {kind_text(annotation)}, got {type(value).__name__} {value!r}"
     err = min(errors, key=lambda e: VALUE_ORDER.index(e["type"]) if e["type"] in VALUE_ORDER else len(VALUE_ORDER))

@@ -1,9 +1,10 @@
-"""pydantic, the library the typed config (profile sections, backend options) is validated with.
+"""pydantic, the library the typed config (profile sections, model spec files, backend options) is validated with.
 
 On a Python without it (a bare venv), stand-ins let every module still import, so `edgebench --help` and
 `edgebench doctor` work there as they do without numpy or yaml (doctor lists pydantic as missing, with the install
-hint). A stand-in model class holds its defaults as class attributes; anything that validates (loading a profile,
-checking backend options) raises the EdgebenchError that says to install pydantic. Import the names from here.
+hint). A stand-in model class holds its defaults as class attributes; anything that validates (loading a profile
+or a model spec, checking backend options) raises the EdgebenchError that says to install pydantic. Import the
+names from here.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import EdgebenchError
 
-MISSING = ("pydantic is not installed (pip install 'pydantic>=2.6'); edgebench validates profiles and backend "
-           "options with it")
+MISSING = ("pydantic is not installed (pip install 'pydantic>=2.6'); edgebench validates profiles, model specs "
+           "and backend options with it")
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
