@@ -26,12 +26,14 @@ from edgebench.commands.options import (
     add_accuracy_arguments,
     add_bench_arguments,
     add_load_options,
+    add_window_options,
     apply_accuracy,
     apply_overrides,
     csv_list,
     load_overrides,
     positive_int,
     seconds,
+    window_overrides,
 )
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
@@ -57,14 +59,17 @@ from edgebench.results.reader import read_cells
 from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
 from edgebench.results.runs import load_run
-from edgebench.results.store import ResultsStore
+from edgebench.results.store import ResultsStore, judged_by_retired_rule
 from edgebench.runner.workdirs import remove_stale_workdirs
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
+                    "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples")
+# --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
+RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "
+                     "again, judged per metric (a percentile too few inferences back is empty, the row valid)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
     r.add_argument("--mode", choices=["process", "streams"], default="process")
     r.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
+    add_window_options(r)
     r.add_argument("--device", default="host", help="profile whose run/telemetry settings apply")
     r.add_argument("--out", default=DEFAULT_OUT)
     r.add_argument("--strict", action="store_true",
@@ -269,6 +275,8 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         print(describe(planned))
         print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
               f"configurations already done; {todo} would be measured")
+        if rejudged := sum(1 for r in ResultsStore(run_dir).records() if judged_by_retired_rule(r)):
+            print(f"resume: {rejudged} of them {RETIRED_RULE_NOTE}")
         return 0
     # the lock first: resume() may rewrite results.csv, which must never happen under another writer
     args.run_lock = RunLock(run_dir).acquire()
@@ -279,6 +287,8 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         args.run_lock.release()
         raise
     print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
+    if rejudged := store.resume_report.get("rejudged_moved", 0):
+        print(f"edgebench: {rejudged} row(s) {RETIRED_RULE_NOTE} (their old lines are in attempts.csv)", flush=True)
     return _sweep(profile, planned, run_dir, store, args)
 
 
@@ -358,9 +368,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
 
     profile = Profile(**data)
-    if args.duration is not None:
-        profile = profile.with_overrides("run", duration_s=args.duration,
-                                         max_duration_s=max(args.duration, profile.run["max_duration_s"]))
+    profile = window_overrides(profile, args)
     profile = load_overrides(profile, args)
     profile = apply_accuracy(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,

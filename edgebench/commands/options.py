@@ -12,6 +12,7 @@ from typing import Any
 
 from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
 from edgebench.config.profile import Profile
+from edgebench.errors import EdgebenchError
 
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
 EXIT_PARTIAL = 3
@@ -70,6 +71,7 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--backends", type=csv_list(str), help="e.g. ort,null")
     b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
     b.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
+    add_window_options(b)
     b.add_argument("--repeats", type=positive_int, help="measure every configuration this many times")
     b.add_argument("--out", help="folder the run folder is created in (default runs/)")
     b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep with the plan saved in RUN_DIR; "
@@ -96,6 +98,34 @@ def sharing_list(text: str) -> str | list[str]:
     if bad or not modes:
         raise argparse.ArgumentTypeError(f"expected time-slicing, mps or both comma-separated, got {text!r}")
     return modes[0] if len(modes) == 1 else modes
+
+
+def add_window_options(parser: argparse.ArgumentParser) -> None:
+    """How long a window runs: --min-inferences and --max-duration (next to --duration), for bench and run."""
+    parser.add_argument("--min-inferences", type=positive_int, metavar="N",
+                        help="the window runs on (up to --max-duration) until N inferences: 662 back a p99, 64 a "
+                             "p90; a percentile with fewer is left empty with its reason, the row stays valid")
+    parser.add_argument("--max-duration", type=seconds, metavar="S",
+                        help="the window never runs longer than S seconds (default: the profile's "
+                             "run.max_duration_s)")
+
+
+def window_overrides(profile: Any, args: argparse.Namespace) -> Any:
+    """The profile with --duration, --max-duration and --min-inferences applied (None = the profile's value). A
+    --duration longer than the profile's max_duration_s raises it; one longer than --max-duration is an error."""
+    duration = getattr(args, "duration", None)
+    max_given = getattr(args, "max_duration", None)
+    min_inferences = getattr(args, "min_inferences", None)
+    if duration is not None and max_given is not None and max_given < duration:
+        raise EdgebenchError(f"--max-duration {max_given:g} is shorter than --duration {duration:g}: the window "
+                             "runs at least --duration and at most --max-duration seconds")
+    run = profile.run
+    if max_given is not None and duration is None and max_given < run["duration_s"]:
+        raise EdgebenchError(f"--max-duration {max_given:g} is shorter than run.duration_s {run['duration_s']:g} "
+                             "of the profile: give --duration too")
+    max_d = max_given if max_given is not None else (
+        max(run["max_duration_s"], duration) if duration is not None else None)
+    return profile.with_overrides("run", duration_s=duration, max_duration_s=max_d, min_inferences=min_inferences)
 
 
 def add_load_options(parser: argparse.ArgumentParser) -> None:
@@ -163,7 +193,5 @@ def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
         backends=args.backends,
         modes=[args.mode] if args.mode else None,
     )
-    if args.duration is not None:
-        max_d = max(profile.run["max_duration_s"], args.duration)
-        profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
+    profile = window_overrides(profile, args)
     return apply_accuracy(load_overrides(profile.with_overrides("run", repeats=args.repeats), args), args)
