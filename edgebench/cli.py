@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgebench import __version__
 from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
 from edgebench.backends.base import Env
 from edgebench.commands.best import add_best_arguments
@@ -22,7 +23,9 @@ from edgebench.commands.console import progress_line, slo_table, start_line, sum
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
     EXIT_DISK_FULL,
+    EXIT_NOTHING_MEASURED,
     EXIT_PARTIAL,
+    OneLineParser,
     add_accuracy_arguments,
     add_bench_arguments,
     add_load_options,
@@ -31,6 +34,7 @@ from edgebench.commands.options import (
     apply_overrides,
     csv_list,
     load_overrides,
+    nothing_to_measure,
     positive_int,
     seconds,
     window_overrides,
@@ -73,10 +77,11 @@ RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="edgebench",
         description="How fast, how power-hungry and how accurate a DNN is on an edge device.",
     )
+    p.add_argument("--version", action="version", version=f"edgebench {__version__}")
     p.add_argument("--cache", help="artifact cache folder (default $EDGEBENCH_CACHE or ~/.cache/edgebench)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -150,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote, "best": cmd_best}[args.command]
         return handler(args)
+    except NothingToMeasure as exc:
+        print(f"edgebench: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
     except DiskFullError as exc:  # rows so far kept whole, the row in flight removed: resume once space is freed
         print(f"edgebench: error: {exc}", file=sys.stderr)
         return EXIT_DISK_FULL
@@ -191,12 +199,15 @@ def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace
 
 
 def _exit_status(counts: dict[str, int], strict: bool) -> int:
-    """0, or 1 when configs were attempted and none was measured (all failed); with --strict EXIT_PARTIAL
+    """0, or 1 when configs were attempted and none was measured (all failed), EXIT_NOTHING_MEASURED when every row
+    was skipped; with --strict EXIT_PARTIAL
     when any row failed or is invalid. Invalid rows are measurements whose validity the row states,
     skipped rows are the plan's decision."""
     measured = counts.get("ok", 0) + counts.get("invalid", 0)
     if counts.get("failed", 0) and not measured:
         return 1
+    if not measured:  # every row skipped (a resumed plan; a new one is refused before it starts)
+        return EXIT_NOTHING_MEASURED
     if strict and (counts.get("failed", 0) or counts.get("invalid", 0)):
         return EXIT_PARTIAL
     return 0
@@ -245,6 +256,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     if status == EXIT_PARTIAL:
         print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "
               f"row(s); exit {EXIT_PARTIAL}", file=sys.stderr)
+    elif status == EXIT_NOTHING_MEASURED:
+        print(f"edgebench: nothing measured: all {len(rows)} row(s) skipped (their reasons are in the table); "
+              f"exit {EXIT_NOTHING_MEASURED}", file=sys.stderr)
     return status
 
 
@@ -303,9 +317,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
+        if (nothing := nothing_to_measure(planned)) is not None:
+            print(f"edgebench: {nothing}", file=sys.stderr)
         return 0
+    refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)
     return _sweep(profile, planned, run_dir, store, args)
+
+
+class NothingToMeasure(EdgebenchError):
+    """Every configuration of the plan is skipped: exit EXIT_NOTHING_MEASURED, before a run folder is made."""
+
+
+def refuse_empty_plan(planned: list) -> None:
+    if (nothing := nothing_to_measure(planned)) is not None:
+        raise NothingToMeasure(f"{nothing} (no run folder written; `--dry-run` shows the plan)")
 
 
 def check_model_inputs(profile: Any) -> None:
@@ -373,6 +399,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = apply_accuracy(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
                      fixed_batches=fixed_batches)
+    refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)
 

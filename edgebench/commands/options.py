@@ -17,6 +17,30 @@ from edgebench.errors import EdgebenchError
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
 EXIT_PARTIAL = 3
 EXIT_DISK_FULL = 75  # sysexits EX_TEMPFAIL: stopped by a full disk; free space, then --resume the run folder
+EXIT_NOTHING_MEASURED = 4  # every configuration of the plan was skipped (the plan's reasons say why): no run folder
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other edgebench error: 'edgebench bench: error:
+    argument --batches: every value must be >= 1, got '0' (see edgebench bench --help)', exit 2."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: never returns
+        import sys
+
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(2)  # pragma: no cover - exit() raised
+
+
+def nothing_to_measure(planned: list[Any]) -> str | None:
+    """Why a plan measures nothing (every configuration skipped): its distinct skip reasons with their counts,
+    one line; None when something would run."""
+    if not planned or any(p.skip_reason is None for p in planned):
+        return None
+    counts: dict[str, int] = {}
+    for p in planned:
+        counts[p.skip_reason] = counts.get(p.skip_reason, 0) + 1
+    why = "; ".join(f"{n}x {reason}" if n > 1 else reason for reason, n in counts.items())
+    return f"nothing to measure: all {len(planned)} configuration(s) are skipped: {why}"
 
 
 def csv_list(kind: type) -> Any:
@@ -171,7 +195,7 @@ def apply_accuracy(profile: Any, args: argparse.Namespace) -> Any:
 
 def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
     """Bench args as `edgebench bench` reads them (argparse errors exit with its usage message)."""
-    parser = argparse.ArgumentParser(prog="edgebench bench")
+    parser = OneLineParser(prog="edgebench bench")
     add_bench_arguments(parser)
     return parser.parse_args(bench_args)
 
