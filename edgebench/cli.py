@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from edgebench.commands.options import (
     seconds,
     window_overrides,
 )
+from edgebench.commands.progress import SweepProgress, describe_estimate, duration_text, estimate_range
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
@@ -48,8 +50,10 @@ from edgebench.models.export import export_onnx, load_external_onnx
 from edgebench.models.inputs import load_data
 from edgebench.models.precision import onnx_spec, resolved_spec
 from edgebench.models.spec import load_model_spec
+from edgebench.pipeline.estimate import estimate
 from edgebench.pipeline.idle import idle_baseline
 from edgebench.pipeline.model_cache import ModelCache
+from edgebench.pipeline.phases import phase_listener
 from edgebench.pipeline.plan import describe, expand
 from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
@@ -232,6 +236,11 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
         print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
               f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
+    t0 = time.monotonic()
+    sweep_estimate = None
+    if profile.run.get("slo_ms") is None:  # an SLO search measures as many probes as it needs: no estimate
+        sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
+        print(f"edgebench: {describe_estimate(sweep_estimate)}", flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
@@ -240,8 +249,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
         searches = run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                                     on_start=start_line, idle_power_w=idle_w)
     else:
-        run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
-                  on_start=start_line)
+        with SweepProgress(sweep_estimate) as shown, phase_listener(shown.on_phase):
+            run_sweep(planned, profile, run_dir, store, models, on_row=shown.on_row, idle_power_w=idle_w,
+                      on_start=shown.on_start)
     rows = store.records()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
     if profile.run.get("slo_ms") is not None:  # one line per option set x GPU sharing mode, side by side
@@ -250,6 +260,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if sweep_estimate is not None and sweep_estimate.rows:
+        print(f"wall time {duration_text(time.monotonic() - t0)} ({estimate_range(sweep_estimate)} estimated at the "
+              "start)")
     if (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
         print(answer)
     status = _exit_status(counts, getattr(args, "strict", False))
@@ -289,6 +302,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         print(describe(planned))
         print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
               f"configurations already done; {todo} would be measured")
+        print(describe_estimate(estimate(planned, profile, run_dir.parent, done)))
         if rejudged := sum(1 for r in ResultsStore(run_dir).records() if judged_by_retired_rule(r)):
             print(f"resume: {rejudged} of them {RETIRED_RULE_NOTE}")
         return 0
@@ -317,6 +331,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
+        print(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT)))
         if (nothing := nothing_to_measure(planned)) is not None:
             print(f"edgebench: {nothing}", file=sys.stderr)
         return 0

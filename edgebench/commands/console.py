@@ -68,8 +68,8 @@ def start_line(i: int, total: int, cfg: Any) -> None:
           f">= {cfg.min_inferences} inferences, <= {cfg.max_duration_s:g} s)", flush=True)
 
 
-def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
-    """One line per finished config: what ran and how it ended."""
+def progress_line(i: int, total: int, row: dict[str, Any], suffix: str = "") -> None:
+    """One line per finished config: what ran and how it ended (`suffix`: its time and the sweep's ETA)."""
     status = row.get("status", "")
     if status == "resumed":
         label = str(row["label"])
@@ -82,10 +82,12 @@ def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
         detail = f"{show(typed_row(row).get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
-    console = _rich_console()
+    if suffix:
+        text += f" {suffix}"
+    console = _rich_console() if sys.stdout.isatty() else None  # a pipe or a log: one plain line, never wrapped
     if console is not None:
         color = {"ok": "green", "invalid": "yellow", "failed": "red", "skipped": "dim"}.get(status, "")
-        console.print(text, style=color or None, highlight=False, markup=False)
+        console.print(text, style=color or None, highlight=False, markup=False, soft_wrap=True)
     else:
         print(text, flush=True)
 
