@@ -40,7 +40,13 @@ from edgebench.commands.options import (
     seconds,
     window_overrides,
 )
-from edgebench.commands.progress import SweepProgress, describe_estimate, duration_text, estimate_range
+from edgebench.commands.progress import (
+    SweepProgress,
+    describe_estimate,
+    duration_text,
+    estimate_range,
+    fitted,
+)
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
@@ -240,7 +246,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     sweep_estimate = None
     if profile.run.get("slo_ms") is None:  # an SLO search measures as many probes as it needs: no estimate
         sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
-        print(f"edgebench: {describe_estimate(sweep_estimate)}", flush=True)
+        print(fitted(f"edgebench: {describe_estimate(sweep_estimate)}"), flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
@@ -302,7 +308,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         print(describe(planned))
         print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
               f"configurations already done; {todo} would be measured")
-        print(describe_estimate(estimate(planned, profile, run_dir.parent, done)))
+        print(fitted(describe_estimate(estimate(planned, profile, run_dir.parent, done))))
         if rejudged := sum(1 for r in ResultsStore(run_dir).records() if judged_by_retired_rule(r)):
             print(f"resume: {rejudged} of them {RETIRED_RULE_NOTE}")
         return 0
@@ -331,7 +337,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
-        print(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT)))
+        print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT))))
         if (nothing := nothing_to_measure(planned)) is not None:
             print(f"edgebench: {nothing}", file=sys.stderr)
         return 0

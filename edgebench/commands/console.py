@@ -68,8 +68,11 @@ def start_line(i: int, total: int, cfg: Any) -> None:
           f">= {cfg.min_inferences} inferences, <= {cfg.max_duration_s:g} s)", flush=True)
 
 
-def progress_line(i: int, total: int, row: dict[str, Any], suffix: str = "") -> None:
-    """One line per finished config: what ran and how it ended (`suffix`: its time and the sweep's ETA)."""
+STATUS_STYLE = {"ok": "green", "invalid": "yellow", "failed": "red", "skipped": "dim"}
+
+
+def row_line(i: int, total: int, row: dict[str, Any], suffix: str = "") -> str:
+    """The line of a finished config: what ran and how it ended (`suffix`: its time and the sweep's ETA)."""
     status = row.get("status", "")
     if status == "resumed":
         label = str(row["label"])
@@ -77,17 +80,25 @@ def progress_line(i: int, total: int, row: dict[str, Any], suffix: str = "") -> 
             label = label.replace(f"/{row['placement']}/", f"/{compact_placement(str(row['placement']))}/", 1)
         text = f"[{i + 1}/{total}] {label}: already done (resume)"
     else:
+        repeat = typed_row(row).get("repeat")
         label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
-                 f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}")
+                 f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}"
+                 + (f"/r{repeat}" if repeat else ""))
         detail = f"{show(typed_row(row).get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
-    if suffix:
-        text += f" {suffix}"
-    console = _rich_console() if sys.stdout.isatty() else None  # a pipe or a log: one plain line, never wrapped
+    return f"{text} {suffix}" if suffix else text
+
+
+def progress_line(i: int, total: int, row: dict[str, Any], suffix: str = "", console: Any = None) -> None:
+    """Print row_line: through `console` (the live display's) or rich's on a terminal, coloured by status and
+    wrapped at spaces; as one plain line on a pipe or in a log."""
+    text = row_line(i, total, row, suffix)
+    if console is None and sys.stdout.isatty():
+        console = _rich_console()
     if console is not None:
-        color = {"ok": "green", "invalid": "yellow", "failed": "red", "skipped": "dim"}.get(status, "")
-        console.print(text, style=color or None, highlight=False, markup=False, soft_wrap=True)
+        style = STATUS_STYLE.get(str(row.get("status", ""))) or None
+        console.print(text, style=style, highlight=False, markup=False)
     else:
         print(text, flush=True)
 

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from edgebench.commands.console import config_label, progress_line, start_line
+from edgebench.commands.table_fit import terminal_width
 
 
 def duration_text(seconds: float) -> str:
@@ -25,6 +26,22 @@ def duration_text(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+
+
+def fitted(text: str) -> str:
+    """`text` wrapped at spaces to the terminal's width when stdout is one (a word is never split; continuation
+    lines indented); as it is on a pipe or in a log."""
+    import textwrap
+
+    width = terminal_width()
+    if width is None:
+        return text
+    out = []
+    for line in text.splitlines():
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [""]
+    return "\n".join(out)
 
 
 def estimate_range(est: Any) -> str:
@@ -108,7 +125,7 @@ class SweepProgress:
             self.row_t0 = None
             left = self.to_run - self.done
             suffix = f"[{duration_text(took)}; {left} left" + (f", ETA {duration_text(self.eta_s())}]" if left else "]")
-        progress_line(i, total, row, suffix=suffix)
+        progress_line(i, total, row, suffix=suffix, console=self._live.console if self._live is not None else None)
 
     # ------------------------------------------------------------ numbers
 
@@ -124,23 +141,27 @@ class SweepProgress:
 
     def status_lines(self) -> list[str]:
         elapsed = time.monotonic() - self.t0
-        lines = [f"rows {self.done}/{self.to_run} done, {self.to_run - self.done} left; elapsed "
-                 f"{duration_text(elapsed)}; ETA about {duration_text(self.eta_s())}"]
+        lines = [f"{self.done}/{self.to_run} rows, {self.to_run - self.done} left, {duration_text(elapsed)}, "
+                 f"ETA {duration_text(self.eta_s())}"]
         if self.row_t0 is not None:
-            lines.append(f"{self.row_index} {self.row_label}: {self.phase}, "
-                         f"{duration_text(time.monotonic() - self.row_t0)}")
+            lines.append(f"{self.row_index} {duration_text(time.monotonic() - self.row_t0)} {self.phase}: "
+                         f"{self.row_label}")
         return lines
 
     # ------------------------------------------------------------ the live display
 
     def _renderable(self) -> Any:
-        from rich.console import Group
         from rich.progress_bar import ProgressBar
-        from rich.text import Text
+        from rich.table import Table
 
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True, overflow="ellipsis")
         lines = self.status_lines()
-        return Group(ProgressBar(total=max(1, self.to_run), completed=self.done, width=40),
-                     *(Text(line, no_wrap=True, overflow="ellipsis") for line in lines))
+        grid.add_row(ProgressBar(total=max(1, self.to_run), completed=self.done, width=20), lines[0])
+        for line in lines[1:]:
+            grid.add_row("", line)
+        return grid
 
     def __enter__(self) -> SweepProgress:
         if self.use_live:

@@ -95,5 +95,6 @@ def render(title: str, columns: list[TextColumn], width: int | None) -> str:
             line = (" " * GAP).join((x[k] if k < len(x) else "").ljust(w) for x, w in zip(wrapped, widths, strict=True))
             lines.append(line.rstrip())
     if dropped:
-        lines.append(f"(not shown at {width} columns: {', '.join(dropped)}; results.csv has every column)")
+        note = f"(not shown at {width} columns: {', '.join(dropped)}; results.csv has every column)"
+        lines += wrap_words(note, width or len(note))
     return "\n".join(lines)

@@ -23,7 +23,7 @@ from edgebench.pipeline.plan import PlannedRun
 from edgebench.results.reader import read_table
 from edgebench.runner.metrics import MIN_INFERENCES_FOR, window_needed_s
 
-DEFAULT_SETUP_S = 10.0  # a row's set-up when no earlier row says (spawn, load, probe of a small model on a CPU)
+DEFAULT_SETUP_S = 5.0  # a row's set-up when no earlier row says (spawn, load, probe of a small model on a CPU)
 MAX_RUN_FOLDERS = 200  # the most recent run folders read for speeds
 P99 = MIN_INFERENCES_FOR["p99"]
 

@@ -66,7 +66,7 @@ def test_a_known_speed_gives_the_window_and_says_which_rows_cannot_back_a_p99(tm
 def test_without_earlier_runs_the_window_is_a_range_and_set_up_a_default(tmp_path, profile):
     est = estimate([PlannedRun(cfg(1), None)], profile, tmp_path / "no-runs")
     (row,) = est.rows
-    assert row.setup_s == DEFAULT_SETUP_S and row.p99_backed is None
+    assert row.setup_s == DEFAULT_SETUP_S == 5.0 and row.p99_backed is None
     assert (est.total_min_s, est.total_s) == (2.0 + DEFAULT_SETUP_S + 1 + 2, 2.0 + DEFAULT_SETUP_S + 1 + 30)
 
 
@@ -85,4 +85,4 @@ def test_the_eta_counts_down_and_scales_by_how_the_rows_so_far_compared(tmp_path
     shown.row_t0 -= 1000.0  # the first row took far longer than its estimate
     shown.on_row(0, 2, {"status": "ok", "model": "resnet18"})
     assert shown.done == 1 and shown.eta_s() == pytest.approx(est.rows[1].total_s * 4.0)  # scaled, at most 4x
-    assert shown.status_lines()[0].startswith("rows 1/2 done, 1 left; elapsed ")
+    assert shown.status_lines()[0].startswith("1/2 rows, 1 left, ")
