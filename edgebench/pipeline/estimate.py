@@ -1,7 +1,8 @@
 """How long a planned sweep will take and how far its windows will get, before it runs (issue 28).
 
-Per configuration to run: its set-up (export, prepare, probe, spawn: the median `setup_s` of earlier rows of the same
-model/backend/precision in the runs folder, else of any earlier row, else DEFAULT_SETUP_S), its warm-up, and its
+Per configuration to run: its set-up (export, prepare, probe, spawn: from the `setup_s` of earlier rows of the same
+model/backend/precision in the runs folder, their median for the first such row of the plan and their least for the
+later ones, which reuse its artifacts and probe; else the median of any earlier row, else DEFAULT_SETUP_S), its warm-up, and its
 window. The window follows the orchestrator's stop rule (runner.metrics.window_needed_s: at least duration_s, on until
 min_inferences, at most max_duration_s), so it is known when the model's speed is: inferences per second from an
 earlier row of the same model/backend/precision/batch/instances/options (the closest match wins). Without one the
@@ -136,10 +137,13 @@ class SpeedBook:
                 return self.speed[key]
         return None, ""
 
-    def setup_s(self, cfg: RunConfig) -> float:
+    def setup_s(self, cfg: RunConfig, first: bool) -> float:
+        """The set-up of a row of cfg's model/backend/precision: the `first` of them in a plan pays what rows of
+        that key share (export, precision variant, probe: the median of earlier set-ups), the later ones reuse
+        it (the least an earlier row of the key took)."""
         own = self.setup.get((cfg.model, cfg.backend, cfg.precision))
         if own:
-            return statistics.median(own)
+            return statistics.median(own) if first else min(own)
         return statistics.median(self.all_setup) if self.all_setup else DEFAULT_SETUP_S
 
 
@@ -149,6 +153,7 @@ def estimate(planned: list[PlannedRun], profile: Profile, runs_dir: Path | str,
     has), from the earlier runs under `runs_dir`."""
     rows, n_runs = past_rows(Path(runs_dir))
     book = SpeedBook(rows)
+    seen: set[tuple[str, str, str]] = set()
     out = SweepEstimate(fixed_s=float(profile.telemetry.get("idle_baseline_s") or 0.0), runs_read=n_runs)
     for p in planned:
         if p.skip_reason is not None:
@@ -162,5 +167,7 @@ def estimate(planned: list[PlannedRun], profile: Profile, runs_dir: Path | str,
             window, window_min = cfg.max_duration_s, cfg.duration_s
         else:
             window = window_min = window_needed_s(rate, cfg)
-        out.rows.append(RowEstimate(cfg, book.setup_s(cfg), window, window_min, rate, source))
+        key = (cfg.model, cfg.backend, cfg.precision)
+        out.rows.append(RowEstimate(cfg, book.setup_s(cfg, first=key not in seen), window, window_min, rate, source))
+        seen.add(key)
     return out
