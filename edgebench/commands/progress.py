@@ -144,8 +144,8 @@ class SweepProgress:
         lines = [f"{self.done}/{self.to_run} rows, {self.to_run - self.done} left, {duration_text(elapsed)}, "
                  f"ETA {duration_text(self.eta_s())}"]
         if self.row_t0 is not None:
-            lines.append(f"{self.row_index} {duration_text(time.monotonic() - self.row_t0)} {self.phase}: "
-                         f"{self.row_label}")
+            lines.append(f"{self.row_index} {self.row_label}: {self.phase} "
+                         f"{duration_text(time.monotonic() - self.row_t0)}")
         return lines
 
     # ------------------------------------------------------------ the live display

@@ -80,7 +80,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
-        announce("instances (spawn, warm-up, window)")
+        announce("measuring")  # the instances: spawn, load, warm-up, window
         t_runner = time.monotonic()
         outcome = facts.run = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env,
                                                          probe=probe, pool=pool)
