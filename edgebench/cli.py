@@ -46,6 +46,7 @@ from edgebench.commands.progress import (
     duration_text,
     estimate_range,
     fitted,
+    p99_note,
 )
 from edgebench.config.profile import Profile, list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
@@ -266,6 +267,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if (note := p99_note(rows)) is not None:
+        print(f"edgebench: {note}")
     if sweep_estimate is not None and sweep_estimate.rows:
         print(f"wall time {duration_text(time.monotonic() - t0)} ({estimate_range(sweep_estimate)} estimated at the "
               "start)")
@@ -337,9 +340,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
-        print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT))))
         if (nothing := nothing_to_measure(planned)) is not None:
             print(f"edgebench: {nothing}", file=sys.stderr)
+        else:
+            print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT))))
         return 0
     refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)

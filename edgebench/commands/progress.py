@@ -82,6 +82,18 @@ def describe_estimate(est: Any) -> str:
     return "\n".join(lines)
 
 
+def p99_note(rows: list[dict[str, Any]], p99_inferences: int = 662) -> str | None:
+    """After a sweep: how many measured rows have no p99 and the --max-duration that would back them all (from
+    their speeds), or None when every measured row has one."""
+    measured = [r for r in rows if r.get("status") in ("ok", "invalid")]
+    empty = [r for r in measured if r.get("latency_ms_p99") is None and r.get("inferences") and r.get("window_s")]
+    if not empty:
+        return None
+    need = max((p99_inferences + 2 * int(r.get("instances") or 1)) / (r["inferences"] / r["window_s"]) for r in empty)
+    return (f"p99 empty in {len(empty)} of {len(measured)} measured row(s): too few inferences in their windows "
+            f"(empty_reasons says so per row); --max-duration {int(need) + 1} would back all of them")
+
+
 class SweepProgress:
     """on_start / on_row / on_phase for pipeline.sweep.run_sweep (and the SLO search); a context manager that
     starts and stops the live display."""

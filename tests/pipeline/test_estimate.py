@@ -87,3 +87,15 @@ def test_the_eta_counts_down_and_scales_by_how_the_rows_so_far_compared(tmp_path
     shown.on_row(0, 2, {"status": "ok", "model": "resnet18"})
     assert shown.done == 1 and shown.eta_s() == pytest.approx(est.rows[1].total_s * 4.0)  # scaled, at most 4x
     assert shown.status_lines()[0].startswith("1/2 rows, 1 left, ")
+
+
+def test_after_a_sweep_rows_without_a_p99_are_counted_with_the_max_duration_that_would_back_them():
+    from edgebench.commands.progress import p99_note
+
+    rows = [{"status": "ok", "latency_ms_p99": None, "inferences": 500, "window_s": 20.0, "instances": 1},  # 25/s
+            {"status": "invalid", "latency_ms_p99": None, "inferences": 300, "window_s": 20.0, "instances": 2},
+            {"status": "ok", "latency_ms_p99": 4.2, "inferences": 900, "window_s": 3.0, "instances": 1},
+            {"status": "skipped"}]
+    assert p99_note(rows) == ("p99 empty in 2 of 3 measured row(s): too few inferences in their windows "
+                              "(empty_reasons says so per row); --max-duration 45 would back all of them")  # 666/15
+    assert p99_note(rows[2:]) is None
