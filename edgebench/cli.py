@@ -268,7 +268,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     if (note := p99_note(rows)) is not None:
-        print(f"edgebench: {note}")
+        print(fitted(f"edgebench: {note}"))
     if sweep_estimate is not None and sweep_estimate.rows:
         print(f"wall time {duration_text(time.monotonic() - t0)} ({estimate_range(sweep_estimate)} estimated at the "
               "start)")
