@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from edgebench import __version__
 from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
 from edgebench.backends.base import Env
 from edgebench.commands.best import add_best_arguments
@@ -22,16 +24,29 @@ from edgebench.commands.console import progress_line, slo_table, start_line, sum
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
     EXIT_DISK_FULL,
+    EXIT_NOTHING_MEASURED,
     EXIT_PARTIAL,
+    OneLineParser,
     add_accuracy_arguments,
     add_bench_arguments,
     add_load_options,
+    add_window_options,
     apply_accuracy,
     apply_overrides,
     csv_list,
     load_overrides,
+    nothing_to_measure,
     positive_int,
     seconds,
+    window_overrides,
+)
+from edgebench.commands.progress import (
+    SweepProgress,
+    describe_estimate,
+    duration_text,
+    estimate_range,
+    fitted,
+    p99_note,
 )
 from edgebench.config.profile import list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
@@ -42,8 +57,10 @@ from edgebench.models.export import export_onnx, load_external_onnx
 from edgebench.models.inputs import load_data
 from edgebench.models.precision import onnx_spec, resolved_spec
 from edgebench.models.spec import load_model_spec
+from edgebench.pipeline.estimate import estimate
 from edgebench.pipeline.idle import idle_baseline
 from edgebench.pipeline.model_cache import ModelCache
+from edgebench.pipeline.phases import phase_listener
 from edgebench.pipeline.plan import describe, expand
 from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
@@ -56,21 +73,25 @@ from edgebench.results.reader import read_cells
 from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
 from edgebench.results.runs import load_run
-from edgebench.results.store import ResultsStore
+from edgebench.results.store import ResultsStore, judged_by_retired_rule
 from edgebench.runner.workdirs import remove_stale_workdirs
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
+                    "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples")
+# --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
+RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "
+                     "again, judged per metric (a percentile too few inferences back is empty, the row valid)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="edgebench",
         description="How fast, how power-hungry and how accurate a DNN is on an edge device.",
     )
+    p.add_argument("--version", action="version", version=f"edgebench {__version__}")
     p.add_argument("--cache", help="artifact cache folder (default $EDGEBENCH_CACHE or ~/.cache/edgebench)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -97,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
     r.add_argument("--mode", choices=["process", "streams"], default="process")
     r.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
+    add_window_options(r)
     r.add_argument("--device", default="host", help="profile whose run/telemetry settings apply")
     r.add_argument("--out", default=DEFAULT_OUT)
     r.add_argument("--strict", action="store_true",
@@ -142,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote, "best": cmd_best}[args.command]
         return handler(args)
+    except NothingToMeasure as exc:
+        print(f"edgebench: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
     except DiskFullError as exc:  # rows so far kept whole, the row in flight removed: resume once space is freed
         print(f"edgebench: error: {exc}", file=sys.stderr)
         return EXIT_DISK_FULL
@@ -183,12 +208,15 @@ def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace
 
 
 def _exit_status(counts: dict[str, int], strict: bool) -> int:
-    """0, or 1 when configs were attempted and none was measured (all failed); with --strict EXIT_PARTIAL
+    """0, or 1 when configs were attempted and none was measured (all failed), EXIT_NOTHING_MEASURED when every row
+    was skipped; with --strict EXIT_PARTIAL
     when any row failed or is invalid. Invalid rows are measurements whose validity the row states,
     skipped rows are the plan's decision."""
     measured = counts.get("ok", 0) + counts.get("invalid", 0)
     if counts.get("failed", 0) and not measured:
         return 1
+    if not measured:  # every row skipped (a resumed plan; a new one is refused before it starts)
+        return EXIT_NOTHING_MEASURED
     if strict and (counts.get("failed", 0) or counts.get("invalid", 0)):
         return EXIT_PARTIAL
     return 0
@@ -213,6 +241,11 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
         print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
               f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
+    t0 = time.monotonic()
+    sweep_estimate = None
+    if profile.run.get("slo_ms") is None:  # an SLO search measures as many probes as it needs: no estimate
+        sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
+        print(fitted(f"edgebench: {describe_estimate(sweep_estimate)}"), flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
@@ -221,8 +254,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
         searches = run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                                     on_start=start_line, idle_power_w=idle_w)
     else:
-        run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
-                  on_start=start_line)
+        with SweepProgress(sweep_estimate) as shown, phase_listener(shown.on_phase):
+            run_sweep(planned, profile, run_dir, store, models, on_row=shown.on_row, idle_power_w=idle_w,
+                      on_start=shown.on_start)
     rows = store.records()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
     if profile.run.slo_ms is not None:  # one line per option set x GPU sharing mode, side by side
@@ -231,12 +265,20 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if (note := p99_note(rows)) is not None:
+        print(fitted(f"edgebench: {note}"))
+    if sweep_estimate is not None and sweep_estimate.rows:
+        print(f"wall time {duration_text(time.monotonic() - t0)} ({estimate_range(sweep_estimate)} estimated at the "
+              "start)")
     if (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
         print(answer)
     status = _exit_status(counts, getattr(args, "strict", False))
     if status == EXIT_PARTIAL:
         print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "
               f"row(s); exit {EXIT_PARTIAL}", file=sys.stderr)
+    elif status == EXIT_NOTHING_MEASURED:
+        print(f"edgebench: nothing measured: all {len(rows)} row(s) skipped (their reasons are in the table); "
+              f"exit {EXIT_NOTHING_MEASURED}", file=sys.stderr)
     return status
 
 
@@ -267,6 +309,9 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         print(describe(planned))
         print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
               f"configurations already done; {todo} would be measured")
+        print(fitted(describe_estimate(estimate(planned, profile, run_dir.parent, done))))
+        if rejudged := sum(1 for r in ResultsStore(run_dir).records() if judged_by_retired_rule(r)):
+            print(f"resume: {rejudged} of them {RETIRED_RULE_NOTE}")
         return 0
     # the lock first: resume() may rewrite results.csv, which must never happen under another writer
     args.run_lock = RunLock(run_dir).acquire()
@@ -277,6 +322,8 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         args.run_lock.release()
         raise
     print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
+    if rejudged := store.resume_report.get("rejudged_moved", 0):
+        print(f"edgebench: {rejudged} row(s) {RETIRED_RULE_NOTE} (their old lines are in attempts.csv)", flush=True)
     return _sweep(profile, planned, run_dir, store, args)
 
 
@@ -291,9 +338,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
+        if (nothing := nothing_to_measure(planned)) is not None:
+            print(f"edgebench: {nothing}", file=sys.stderr)
+        else:
+            print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT))))
         return 0
+    refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)
     return _sweep(profile, planned, run_dir, store, args)
+
+
+class NothingToMeasure(EdgebenchError):
+    """Every configuration of the plan is skipped: exit EXIT_NOTHING_MEASURED, before a run folder is made."""
+
+
+def refuse_empty_plan(planned: list) -> None:
+    if (nothing := nothing_to_measure(planned)) is not None:
+        raise NothingToMeasure(f"{nothing} (no run folder written; `--dry-run` shows the plan)")
 
 
 def check_model_inputs(profile: Any) -> None:
@@ -355,13 +416,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_flags = {"models": "--model", "backends": "--backend", "precisions": "--precision", "batches": "--batch",
                  "modes": "--mode", "placements": "--placement"}
     profile = profile.with_section("sweep", run_flags, **sweep)  # one config, as the flags name it
-    if args.duration is not None:
-        profile = profile.with_overrides("run", {"duration_s": "--duration"}, duration_s=args.duration,
-                                         max_duration_s=max(args.duration, profile.run.max_duration_s))
+    profile = window_overrides(profile, args)
     profile = load_overrides(profile, args)
     profile = apply_accuracy(profile, args)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
                      fixed_batches=fixed_batches)
+    refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)
 

@@ -18,7 +18,7 @@ from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
-from edgebench.pipeline.phases import PhaseClock
+from edgebench.pipeline.phases import PhaseClock, announce
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.pipeline.row_steps import RowFacts
 from edgebench.results.row import IdleBaseline
@@ -80,6 +80,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry.samplers]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
+        announce("measuring")  # the instances: spawn, load, warm-up, window
         t_runner = time.monotonic()
         outcome = facts.run = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env,
                                                          probe=probe, pool=pool)

@@ -99,7 +99,8 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
         cfg = p.cfg
         if cfg.config_hash() in done:
             if on_row:
-                on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label()})
+                on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label(),
+                                         "placement": cfg.placement})
             continue
         ident = identity(cfg, run_dir.name, next_index)
         row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"
