@@ -243,7 +243,7 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
               f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
     t0 = time.monotonic()
     sweep_estimate = None
-    if profile.run.get("slo_ms") is None:  # an SLO search measures as many probes as it needs: no estimate
+    if profile.run.slo_ms is None:  # an SLO search measures as many probes as it needs: no estimate
         sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
         print(fitted(f"edgebench: {describe_estimate(sweep_estimate)}"), flush=True)
     idle_w, idle_note = idle_baseline(profile)

@@ -154,7 +154,7 @@ def estimate(planned: list[PlannedRun], profile: Profile, runs_dir: Path | str,
     rows, n_runs = past_rows(Path(runs_dir))
     book = SpeedBook(rows)
     seen: set[tuple[str, str, str]] = set()
-    out = SweepEstimate(fixed_s=float(profile.telemetry.get("idle_baseline_s") or 0.0), runs_read=n_runs)
+    out = SweepEstimate(fixed_s=float(profile.telemetry.idle_baseline_s or 0.0), runs_read=n_runs)
     for p in planned:
         if p.skip_reason is not None:
             out.skipped += 1
