@@ -63,7 +63,8 @@ from edgebench.runner.workdirs import remove_stale_workdirs
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
+                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "arrival", "slo_repeats",
+                    "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples")
 
 

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
+from edgebench.config.fields import ARRIVALS
 from edgebench.config.profile import Profile
 
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
@@ -105,6 +106,13 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slo-ms", type=float, metavar="MS",
                         help="with --rate: search the most streams whose p99 latency stays <= MS (slo_search.csv)")
     parser.add_argument("--max-streams", type=int, metavar="N", help="the SLO search tries at most N streams")
+    parser.add_argument("--arrival", choices=ARRIVALS, metavar="NAME",
+                        help="with --rate: how the streams' arrivals sit in time: random (default: uniform phases, "
+                             "drawn per repeat; unsynchronised cameras), even (phases spread evenly: the best case), "
+                             "poisson (exponential gaps, MLPerf Server), aligned (every stream at once)")
+    parser.add_argument("--slo-repeats", type=int, metavar="R",
+                        help="the SLO search measures each stream count R times (default 3) and accepts it only when "
+                             "every repeat meets the SLO")
     parser.add_argument("--gpu-sharing", type=sharing_list, metavar="MODES",
                         help="time-slicing (default) or mps: run GPU instances under a CUDA MPS daemon edgebench "
                              "starts and stops per row; 'time-slicing,mps' runs (and SLO-searches) every config "
@@ -114,7 +122,8 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
 def load_overrides(profile: Any, args: argparse.Namespace) -> Any:
     """The profile with the load options (--rate, --slo-ms, --max-streams, --gpu-sharing) applied."""
     return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
-                                  gpu_sharing=args.gpu_sharing)
+                                  gpu_sharing=args.gpu_sharing, arrival=getattr(args, "arrival", None),
+                                  slo_repeats=getattr(args, "slo_repeats", None))
 
 
 def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from edgebench.errors import ConfigError
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp", "int8")
 MODES = ("process", "streams")
 GPU_SHARING = ("time-slicing", "mps")  # how a row's GPU instances share the GPU (mps: edgebench runs the daemon)
+ARRIVALS = ("random", "even", "poisson", "aligned")  # open-loop arrival models (runner/arrivals.py); the first is the default
 MODEL_SOURCES = ("torchvision", "builtin", "onnx")
 DTYPES = ("float32", "float16", "int64", "int32", "bool")  # = edgebench.models.inputs.INPUT_DTYPES
 
@@ -72,7 +73,15 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
                              "latency counts queueing (end - scheduled arrival). null = closed loop"),
         "slo_ms": Field("float|none", None, minimum=0.001,
                         doc="with rate_hz: search the most streams whose p99 latency stays under this"),
+        "arrival": Field("str", ARRIVALS[0], choices=ARRIVALS,
+                         doc="with rate_hz: how the streams' arrivals sit in time: random (uniform phases per stream, "
+                             "drawn afresh per repeat: unsynchronised cameras), even (phases spread evenly over one "
+                             "period: the best case), poisson (exponential gaps, MLPerf's Server scenario), aligned "
+                             "(every stream at once: synchronised triggers, the worst case)"),
         "max_streams": Field("int", 64, minimum=1, doc="the SLO search never tries more streams than this"),
+        "slo_repeats": Field("int", 3, minimum=1,
+                             doc="the SLO search measures each stream count this many times (fresh phases and "
+                                 "processes each) and accepts it only when every repeat meets the SLO"),
         "gpu_sharing": Field("str|list[str]", "time-slicing", choices=GPU_SHARING,
                              doc="mps: run the row's GPU instances under a CUDA MPS daemon that edgebench "
                                  "starts and stops (nvidia-cuda-mps-control); GPU settings are never changed. "

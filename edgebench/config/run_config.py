@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from edgebench.config.fields import GPU_SHARING, MODES, PRECISIONS
+from edgebench.config.fields import ARRIVALS, GPU_SHARING, MODES, PRECISIONS
 from edgebench.errors import ConfigError
 
 
@@ -42,6 +42,7 @@ class RunConfig:
     rate_hz: float | None = None  # open loop: arrivals per second per instance (stream); None = closed loop
     gpu_sharing: str = "time-slicing"  # "mps": the row's instances run under an edgebench-started MPS daemon
     slo_ms: float | None = None  # a probe of an SLO search: the row says whether its p99 stayed under this
+    arrival: str = ARRIVALS[0]  # open loop: how the streams' arrivals sit in time (runner/arrivals.py)
 
     def __post_init__(self) -> None:
         if self.batch < 1:
@@ -58,6 +59,8 @@ class RunConfig:
             raise ConfigError("run config", "rate_hz", f"{self.rate_hz} must be > 0 (or null for a closed loop)")
         if self.slo_ms is not None and (self.rate_hz is None or not self.slo_ms > 0):
             raise ConfigError("run config", "slo_ms", "needs rate_hz and must be > 0")
+        if self.arrival not in ARRIVALS:
+            raise ConfigError("run config", "arrival", f"{self.arrival!r} is not one of {', '.join(ARRIVALS)}")
         if self.gpu_sharing not in GPU_SHARING:
             raise ConfigError("run config", "gpu_sharing", f"{self.gpu_sharing!r} is not one of {', '.join(GPU_SHARING)}")
 
@@ -90,6 +93,8 @@ class RunConfig:
             d.pop("gpu_sharing", None)
         if d.get("slo_ms") is None:
             d.pop("slo_ms", None)
+        if d.get("rate_hz") is None or d.get("arrival") == "even":  # even: what every fixed-rate row was before
+            d.pop("arrival", None)
         payload = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -97,7 +102,7 @@ class RunConfig:
         opts = "".join(f"/{k}={v}" for k, v in self.options)
         rep = f"/r{self.repeat}" if self.repeat else ""
         pm = f"/pm={self.power_mode}" if self.power_mode is not None else ""
-        load = f"/rate={self.rate_hz:g}" if self.rate_hz is not None else ""
+        load = f"/rate={self.rate_hz:g}/{self.arrival}" if self.rate_hz is not None else ""
         load += f"/slo={self.slo_ms:g}ms" if self.slo_ms is not None else ""
         load += "/mps" if self.gpu_sharing == "mps" else ""
         return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"

@@ -136,6 +136,7 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
             power_mode=power_mode,
             rate_hz=run.get("rate_hz"),
             slo_ms=run.get("slo_ms"),
+            arrival=run.get("arrival") or RunConfig.arrival,
             gpu_sharing=sharing,
         )
         planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))
@@ -163,7 +164,7 @@ def describe(planned: list[PlannedRun]) -> str:
                 f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
         extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
         extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
-        extra += f" rate={c.rate_hz:g}/s" if c.rate_hz is not None else ""
+        extra += f" rate={c.rate_hz:g}/s arrival={c.arrival}" if c.rate_hz is not None else ""
         extra += " gpu_sharing=mps" if c.gpu_sharing == "mps" else ""
         lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
     return "\n".join(lines)
