@@ -72,8 +72,8 @@ class StreamSchedule:
         import numpy as np
 
         if self.arrival == "poisson":
-            gaps = self._rng.exponential(float(self.period_ns), size=count)
-            out = self._last_ns + np.cumsum(gaps).astype(np.int64)
+            gaps = np.rint(self._rng.exponential(float(self.period_ns), size=count)).astype(np.int64)  # whole ns
+            out = self._last_ns + np.cumsum(gaps)  # exact in int64: how the draws are blocked changes nothing
             if count:
                 self._last_ns = int(out[-1])
             return out
