@@ -50,8 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
 
 SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "options", "gpu_sharing",
-                  "rate_per_stream_hz", "arrival", "slo_ms", "repeats_per_count", "max_streams_under_slo", "answer",
-                  "capped_at_max_streams", "p99_ms_at_max", "p99_ms_repeats_at_max", "first_missed_streams",
+                  "rate_per_stream_hz", "arrival", "search", "slo_ms", "repeats_per_count", "max_streams_under_slo",
+                  "answer", "capped_at_max_streams", "p99_ms_at_max", "p99_ms_repeats_at_max", "first_missed_streams",
                   "p99_ms_at_first_miss", "p99_ms_repeats_at_first_miss", "monotonic", "notes", "probes")
 # a p99 that falls by more than this share of itself AND of the SLO as streams are added breaks the search's
 # assumption; smaller falls are run-to-run noise of percentiles far below the SLO
@@ -317,7 +317,7 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
         "model": base.model, "backend": base.backend, "precision": base.precision, "batch": base.batch,
         "device": base.placements[0], "mode": base.mode, "options": ";".join(f"{k}={v}" for k, v in base.options),
         "gpu_sharing": base.gpu_sharing, "rate_per_stream_hz": base.rate_hz, "arrival": base.arrival,
-        "slo_ms": base.slo_ms, "repeats_per_count": repeats,
+        "search": base.repeat, "slo_ms": base.slo_ms, "repeats_per_count": repeats,
         "max_streams_under_slo": None if undetermined else result.max_streams, "answer": result.answer,
         "capped_at_max_streams": str(result.capped).lower(),
         "p99_ms_at_max": at_max.p99_ms if at_max is not None else None,
