@@ -16,13 +16,22 @@
 # $OUT/slo-results.csv, $OUT/slo_search.csv, $OUT/latency_vs_load*.png (report: REPORT_TIMEOUT_S, 45), and
 # $OUT/slo-table.txt, printed last. Worst case about 7.5 min: 380 s bench + 30 s kill grace + 45 s report.
 #
-# `benchmarks/gpu_slo.sh arrivals` (issue 27): the same searches under several arrival models (ARRIVALS, default
+# `benchmarks/gpu_slo.sh arrivals` (issue 27): the search under several arrival models (ARRIVALS, default
 # "random even"), each search SEARCHES times (3; the bench's run.repeats: search k's probe rows carry repeat
 # k*SLO_REPEATS+j), each stream count measured SLO_REPEATS times (3) and accepted only when every repeat meets. One
-# bench per arrival model, each given BUDGET_S / (number of models) seconds. Its defaults are set for one device call
-# of <= 9 min: BUDGET_S 450, START 28, MAX_STREAMS 36, DURATION_S 0.7 (662 inferences at 28 x 30/s take 0.79 s),
-# warm-up 0.3 s. It prints one table last: arrival x options x sharing, the N each search found, the first N that
-# failed and each repeat's p99 there and at N (benchmarks/gpu_slo_table.py --arrivals).
+# bench per arrival model, each given BUDGET_S / (number of models) seconds. It prints one table last: arrival x
+# options x sharing, the N each search found, the first N that failed and each repeat's p99 there and at N
+# (benchmarks/gpu_slo_table.py --arrivals, which also joins the run folders of several calls).
+# What fits one device call of <= 9 min: every repeat of a count runs in processes of its own (3 x 28-36 torch
+# processes per count; MPS rows never reuse workers, so every MPS probe starts 28-36 fresh ones, ~10-20 s), so the
+# whole matrix (2 arrivals x eager/graph x time-slicing/MPS x 3 searches, >= 100 probes) takes several calls. The
+# defaults are call 1, the count the issue found fragile: cuda_graph, time-slicing (OPTION_SETS '[{cuda_graph: true}]',
+# SHARING time-slicing), streams 28..36 (START 28, MAX_STREAMS 36: the issue's capacity is ~32), windows of >= 0.7 s
+# (DURATION_S; 662 inferences at 28 x 30/s take 0.79 s), warm-up 0.3 s, BUDGET_S 450. The other calls:
+#   SHARING=mps OUT=$OUT/mps-graph benchmarks/gpu_slo.sh arrivals
+#   OPTION_SETS='[{}]' START=16 MAX_STREAMS=24 OUT=$OUT/ts-eager benchmarks/gpu_slo.sh arrivals   # eager: ~18-21
+#   OPTION_SETS='[{}]' SHARING=mps OUT=$OUT/mps-eager benchmarks/gpu_slo.sh arrivals
+#   python3 benchmarks/gpu_slo_table.py --arrivals --slo-repeats 3 $OUT/*/runs/*/*/     # one table of all calls
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuout}; RUNS=$OUT/runs
@@ -33,6 +42,7 @@ PART=${1:-issue19}
 if [ "$PART" = arrivals ]; then
   BUDGET_S=${BUDGET_S:-450}; START=${START:-28}; MAX_STREAMS=${MAX_STREAMS:-36}; DURATION_S=${DURATION_S:-0.7}
   WARMUP_S=${WARMUP_S:-0.3}; ARRIVALS=${ARRIVALS:-random even}; SEARCHES=${SEARCHES:-3}; SLO_REPEATS=${SLO_REPEATS:-3}
+  OPTION_SETS=${OPTION_SETS:-'[{cuda_graph: true}]'}; SHARING=${SHARING:-time-slicing}
 else  # issue 19's one-draw search, as it ran then: even arrivals, one search, one repeat per count
   ARRIVALS=${ARRIVALS:-even}; SEARCHES=${SEARCHES:-1}; SLO_REPEATS=${SLO_REPEATS:-1}
 fi
