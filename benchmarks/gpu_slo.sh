@@ -15,13 +15,39 @@
 # Writes: $OUT/env.log, $OUT/slo.log (the bench's console, its own side-by-side table at the end),
 # $OUT/slo-results.csv, $OUT/slo_search.csv, $OUT/latency_vs_load*.png (report: REPORT_TIMEOUT_S, 45), and
 # $OUT/slo-table.txt, printed last. Worst case about 7.5 min: 380 s bench + 30 s kill grace + 45 s report.
+#
+# `benchmarks/gpu_slo.sh arrivals` (issue 27): the search under several arrival models (ARRIVALS, default
+# "random even"), each search SEARCHES times (3; the bench's run.repeats: search k's probe rows carry repeat
+# k*SLO_REPEATS+j), each stream count measured SLO_REPEATS times (3) and accepted only when every repeat meets. One
+# bench per arrival model, each given BUDGET_S / (number of models) seconds. It prints one table last: arrival x
+# options x sharing, the N each search found, the first N that failed and each repeat's p99 there and at N
+# (benchmarks/gpu_slo_table.py --arrivals, which also joins the run folders of several calls).
+# What fits one device call of <= 9 min: every repeat of a count runs in processes of its own (3 x 28-36 torch
+# processes per count; MPS rows never reuse workers, so every MPS probe starts 28-36 fresh ones, ~10-20 s), so the
+# whole matrix (2 arrivals x eager/graph x time-slicing/MPS x 3 searches, >= 100 probes) takes several calls. The
+# defaults are call 1, the count the issue found fragile: cuda_graph, time-slicing (OPTION_SETS '[{cuda_graph: true}]',
+# SHARING time-slicing), streams 28..36 (START 28, MAX_STREAMS 36: the issue's capacity is ~32), windows of >= 0.7 s
+# (DURATION_S; 662 inferences at 28 x 30/s take 0.79 s), warm-up 0.3 s, BUDGET_S 450. The other calls:
+#   SHARING=mps OUT=$OUT/mps-graph benchmarks/gpu_slo.sh arrivals
+#   OPTION_SETS='[{}]' START=16 MAX_STREAMS=24 OUT=$OUT/ts-eager benchmarks/gpu_slo.sh arrivals   # eager: ~18-21
+#   OPTION_SETS='[{}]' SHARING=mps OUT=$OUT/mps-eager benchmarks/gpu_slo.sh arrivals
+#   python3 benchmarks/gpu_slo_table.py --arrivals --slo-repeats 3 $OUT/*/runs/*/*/     # one table of all calls
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuout}; RUNS=$OUT/runs
 mkdir -p "$OUT" "$RUNS"
 export PYTHONUNBUFFERED=1 EDGEBENCH_CACHE=${EDGEBENCH_CACHE:-/tmp/ebcache}
 PY=${PY:-python3}
+PART=${1:-issue19}
+if [ "$PART" = arrivals ]; then
+  BUDGET_S=${BUDGET_S:-450}; START=${START:-28}; MAX_STREAMS=${MAX_STREAMS:-36}; DURATION_S=${DURATION_S:-0.7}
+  WARMUP_S=${WARMUP_S:-0.3}; ARRIVALS=${ARRIVALS:-random even}; SEARCHES=${SEARCHES:-3}; SLO_REPEATS=${SLO_REPEATS:-3}
+  OPTION_SETS=${OPTION_SETS:-'[{cuda_graph: true}]'}; SHARING=${SHARING:-time-slicing}
+else  # issue 19's one-draw search, as it ran then: even arrivals, one search, one repeat per count
+  ARRIVALS=${ARRIVALS:-even}; SEARCHES=${SEARCHES:-1}; SLO_REPEATS=${SLO_REPEATS:-1}
+fi
 BUDGET_S=${BUDGET_S:-380}; START=${START:-16}; MAX_STREAMS=${MAX_STREAMS:-40}; RATE=${RATE:-30}; SLO_MS=${SLO_MS:-33}
+WARMUP_S=${WARMUP_S:-0.5}
 SHARING=${SHARING:-time-slicing,mps}; OPTION_SETS=${OPTION_SETS:-'[{}, {cuda_graph: true}]'}
 MODEL=${MODEL:-resnet50}; BACKEND=${BACKEND:-torch}; PRECISION=${PRECISION:-fp16}; ACCEL=${ACCEL:-cuda:0}
 EXTENDS=${EXTENDS:-dgpu}; SAMPLERS=${SAMPLERS:-'[nvml, host]'}
@@ -42,11 +68,12 @@ sweep:
   accelerator: "$ACCEL"
   option_sets: $OPTION_SETS
 run:
-  warmup_s: 0.5
+  warmup_s: $WARMUP_S
   duration_s: $DURATION_S
   max_duration_s: $MAX_DURATION_S
   min_inferences: 662
-  repeats: 1
+  repeats: $SEARCHES
+  slo_repeats: $SLO_REPEATS
   kernel_profile_steps: 0
   accuracy_samples: 0
   max_streams: $MAX_STREAMS
@@ -61,18 +88,41 @@ YAML
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" 2>&1 | tail -1
 } | tee "$OUT/env.log"
 
-start_s=$(date +%s)
-# SIGINT, not SIGTERM: KeyboardInterrupt runs the orchestrator's cleanup (instances killed, MPS daemon quit).
-# The handler is set explicitly: a shell that started this script in the background may have SIGINT ignored.
-timeout -s INT -k 30 "$BUDGET_S" $PY -c 'import signal, sys
+bench() {  # bench ARRIVAL RUNS_DIR BUDGET_S LOG: one edgebench bench, interrupted with SIGINT after BUDGET_S
+  local t0 rc; t0=$(date +%s)
+  # SIGINT, not SIGTERM: KeyboardInterrupt runs the orchestrator's cleanup (instances killed, MPS daemon quit).
+  # The handler is set explicitly: a shell that started this script in the background may have SIGINT ignored.
+  timeout -s INT -k 30 "$3" $PY -c 'import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from edgebench.cli import main
-sys.exit(main(sys.argv[1:]))' bench --device "$PROFILE" --out "$RUNS" --rate "$RATE" \
-  --slo-ms "$SLO_MS" --gpu-sharing "$SHARING" >"$OUT/slo.log" 2>&1
-rc=$?
-echo "bench exit $rc after $(( $(date +%s) - start_s )) s$([ "$rc" = 124 ] && echo ' (time budget: later searches incomplete)')" \
-  | tee -a "$OUT/env.log"
-grep -E "^edgebench: .*streams of|^  note:" "$OUT/slo.log" | cut -c1-400
+sys.exit(main(sys.argv[1:]))' bench --device "$PROFILE" --out "$2" --rate "$RATE" --arrival "$1" \
+    --slo-ms "$SLO_MS" --gpu-sharing "$SHARING" >"$4" 2>&1
+  rc=$?
+  echo "bench exit $rc after $(( $(date +%s) - t0 )) s ($1 arrivals)$([ "$rc" = 124 ] && echo ' (time budget: later searches incomplete)')" \
+    | tee -a "$OUT/env.log"
+  grep -E "^edgebench: .*streams of|^  note:" "$4" | cut -c1-400
+}
+
+if [ "$PART" = arrivals ]; then
+  read -r -a models <<<"$ARRIVALS"
+  each_s=$(( BUDGET_S / ${#models[@]} ))
+  echo "arrivals: ${models[*]}; $SEARCHES search(es) each, $SLO_REPEATS repeat(s) per stream count, streams $START..$MAX_STREAMS, $each_s s per arrival model" | tee -a "$OUT/env.log"
+  dirs=()
+  for a in "${models[@]}"; do
+    mkdir -p "$RUNS/$a"
+    bench "$a" "$RUNS/$a" "$each_s" "$OUT/slo-$a.log"
+    d=$(ls -d "$RUNS/$a"/*/ 2>/dev/null | head -1)
+    [ -n "$d" ] && dirs+=("$d") && cp "$d/results.csv" "$OUT/slo-results-$a.csv" 2>/dev/null \
+      && cp "$d/slo_search.csv" "$OUT/slo_search-$a.csv" 2>/dev/null
+  done
+  if [ ${#dirs[@]} = 0 ]; then echo "no run folder: see $OUT/slo-*.log"; tail -20 "$OUT"/slo-*.log; exit 1; fi
+  { echo "SLO search by arrival model: $MODEL $BACKEND $PRECISION b1 on $ACCEL, streams of ${RATE}/s, p99 <= $SLO_MS ms on every one of $SLO_REPEATS repeat(s) per count, $SEARCHES search(es) each (latency from the scheduled arrival; one process per stream)"
+    $PY benchmarks/gpu_slo_table.py --arrivals --slo-repeats "$SLO_REPEATS" "${dirs[@]}"
+  } | tee "$OUT/slo-arrivals-table.txt"
+  exit 0
+fi
+
+bench "$ARRIVALS" "$RUNS" "$BUDGET_S" "$OUT/slo.log"
 
 dir=$(ls -d "$RUNS"/*/ 2>/dev/null | head -1)
 if [ -z "$dir" ]; then

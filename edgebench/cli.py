@@ -79,7 +79,8 @@ from edgebench.runner.workdirs import remove_stale_workdirs
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
+                    "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing",
+                    "arrival", "slo_repeats", "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples")
 # --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
 RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "

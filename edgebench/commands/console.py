@@ -187,7 +187,9 @@ def _print_table(title: str, header: list[str], body: list[list[str]]) -> str:
 SLO_COLUMNS = [
     ("options", "options"), ("gpu_sharing", "sharing"), ("answer", "max streams"), ("p99_ms_at_max", "p99 ms at max"),
     ("first_missed_streams", "first miss"), ("p99_ms_at_first_miss", "p99 ms there"), ("monotonic", "monotonic"),
-]
+    ("arrival", "arrival"), ("p99_ms_repeats_at_max", "p99 ms per repeat at max"),
+    ("p99_ms_repeats_at_first_miss", "per repeat at first miss"),
+]  # p99 at max / there: the worst repeat's
 
 
 def slo_table(records: list[dict[str, Any]]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
 from edgebench.config.profile import Profile
-from edgebench.config.sections import GPU_SHARING
+from edgebench.config.sections import ARRIVALS, GPU_SHARING
 from edgebench.errors import EdgebenchError
 
 # the profile field each option of bench/run overrides -> the flag, which errors about the value name
@@ -21,7 +21,7 @@ FLAGS = {
               "backends": "--backends", "modes": "--mode"},
     "run": {"duration_s": "--duration", "repeats": "--repeats", "rate_hz": "--rate", "slo_ms": "--slo-ms",
             "max_duration_s": "--max-duration", "min_inferences": "--min-inferences",
-            "max_streams": "--max-streams", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
+            "max_streams": "--max-streams", "arrival": "--arrival", "slo_repeats": "--slo-repeats", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
     "accuracy": {"weights": "--weights", "dataset": "--dataset", "labels": "--labels"},
     "calibration": {"samples": "--calibration-samples"},
 }
@@ -172,6 +172,13 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slo-ms", type=float, metavar="MS",
                         help="with --rate: search the most streams whose p99 latency stays <= MS (slo_search.csv)")
     parser.add_argument("--max-streams", type=int, metavar="N", help="the SLO search tries at most N streams")
+    parser.add_argument("--arrival", choices=ARRIVALS, metavar="NAME",
+                        help="with --rate: how the streams' arrivals sit in time: random (default: uniform phases, "
+                             "drawn per repeat; unsynchronised cameras), even (phases spread evenly: the best case), "
+                             "poisson (exponential gaps, MLPerf Server), aligned (every stream at once)")
+    parser.add_argument("--slo-repeats", type=int, metavar="R",
+                        help="the SLO search measures each stream count R times (default 3) and accepts it only when "
+                             "every repeat meets the SLO")
     parser.add_argument("--gpu-sharing", type=sharing_list, metavar="MODES",
                         help="time-slicing (default) or mps: run GPU instances under a CUDA MPS daemon edgebench "
                              "starts and stops per row; 'time-slicing,mps' runs (and SLO-searches) every config "
@@ -181,7 +188,8 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
 def load_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
     """The profile with the load options (--rate, --slo-ms, --max-streams, --gpu-sharing) applied."""
     return profile.with_overrides("run", FLAGS["run"], rate_hz=args.rate, slo_ms=args.slo_ms,
-                                  max_streams=args.max_streams, gpu_sharing=args.gpu_sharing)
+                                  max_streams=args.max_streams, gpu_sharing=args.gpu_sharing,
+                                  arrival=getattr(args, "arrival", None), slo_repeats=getattr(args, "slo_repeats", None))
 
 
 def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,20 +10,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from edgebench.config.sections import GPU_SHARING, MODES, PRECISIONS, RunSection
+from edgebench.config.sections import ARRIVALS, GPU_SHARING, MODES, PRECISIONS, RunSection
 from edgebench.errors import ConfigError
 from edgebench.placement import Placement, placements_of
 
 RUN = RunSection()  # the defaults of the run settings every row carries
 HASH_OMIT = "omitted_from_hash_when"
+HASH_OMIT_IF = "omitted_from_hash_if"
 
 
 def omitted_from_hash_when(value: Any) -> dict[str, Any]:
     """Field metadata: the field is left out of config_hash() while it holds `value`."""
     return {HASH_OMIT: value}
+
+
+def omitted_from_hash_if(test: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """Field metadata: the field is left out of config_hash() when `test` (of the config as a dict) is true."""
+    return {HASH_OMIT_IF: test}
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,10 @@ class RunConfig:
     gpu_sharing: str = field(default="time-slicing", metadata=omitted_from_hash_when("time-slicing"))
     # a probe of an SLO search: the row says whether its p99 stayed under this
     slo_ms: float | None = field(default=RUN.slo_ms, metadata=omitted_from_hash_when(None))
+    # open loop: how the streams' arrivals sit in time (runner/arrivals.py); closed-loop and even rows (what every
+    # fixed-rate row was before arrival models existed) keep their hashes
+    arrival: str = field(default=RUN.arrival, metadata=omitted_from_hash_if(
+        lambda d: d.get("rate_hz") is None or d.get("arrival") == "even"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "placements", placements_of(self.placements))  # texts from tests, plan.json
@@ -74,8 +85,12 @@ class RunConfig:
             raise ConfigError("run config", "max_duration_s", "is shorter than duration_s")
         if self.rate_hz is not None and not self.rate_hz > 0:
             raise ConfigError("run config", "rate_hz", f"{self.rate_hz} must be > 0 (or null for a closed loop)")
+        if self.arrival not in ARRIVALS:
+            raise ConfigError("run config", "arrival", f"{self.arrival!r} is not one of {', '.join(ARRIVALS)}")
         if self.slo_ms is not None and (self.rate_hz is None or not self.slo_ms > 0):
             raise ConfigError("run config", "slo_ms", "needs rate_hz and must be > 0")
+        if self.arrival not in ARRIVALS:
+            raise ConfigError("run config", "arrival", f"{self.arrival!r} is not one of {', '.join(ARRIVALS)}")
         if self.gpu_sharing not in GPU_SHARING:
             raise ConfigError("run config", "gpu_sharing", f"{self.gpu_sharing!r} is not one of {', '.join(GPU_SHARING)}")
 
@@ -100,9 +115,11 @@ class RunConfig:
     def config_hash(self) -> str:
         """Stable identity of what is measured (used by --resume)."""
         d = self.to_dict()
-        for f in fields(self):  # fields added later are left out at their old value: old rows keep their hashes
-            if HASH_OMIT in f.metadata and d[f.name] == f.metadata[HASH_OMIT]:
-                del d[f.name]
+        omit = [f.name for f in fields(self)  # fields added later are left out at their old value: old rows keep
+                if (HASH_OMIT in f.metadata and d[f.name] == f.metadata[HASH_OMIT])  # their hashes
+                or (HASH_OMIT_IF in f.metadata and f.metadata[HASH_OMIT_IF](d))]
+        for name in omit:
+            del d[name]
         payload = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -110,7 +127,7 @@ class RunConfig:
         opts = "".join(f"/{k}={v}" for k, v in self.options)
         rep = f"/r{self.repeat}" if self.repeat else ""
         pm = f"/pm={self.power_mode}" if self.power_mode is not None else ""
-        load = f"/rate={self.rate_hz:g}" if self.rate_hz is not None else ""
+        load = f"/rate={self.rate_hz:g}/{self.arrival}" if self.rate_hz is not None else ""
         load += f"/slo={self.slo_ms:g}ms" if self.slo_ms is not None else ""
         load += "/mps" if self.gpu_sharing == "mps" else ""
         return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"

@@ -21,6 +21,9 @@ GpuSharing = Literal["time-slicing", "mps"]  # how a row's GPU instances share t
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 MODES: tuple[str, ...] = get_args(Mode)
 GPU_SHARING: tuple[str, ...] = get_args(GpuSharing)
+# open-loop arrival models (runner/arrivals.py): random (the default) matches unsynchronised cameras
+Arrival = Literal["random", "even", "poisson", "aligned"]
+ARRIVALS: tuple[str, ...] = get_args(Arrival)
 
 PER_ROW: JsonDict = {"per_row": True}  # json_schema_extra of a run field every RunConfig carries
 
@@ -103,7 +106,16 @@ class RunSection(Section):
                                               "null = closed loop")
     slo_ms: float | None = Field(default=None, ge=0.001, allow_inf_nan=False, json_schema_extra=PER_ROW,
                                  description="with rate_hz: search the most streams whose p99 latency stays under this")
+    arrival: Arrival = Field(
+        default="random", json_schema_extra=PER_ROW,
+        description="with rate_hz: how the streams' arrivals sit in time: random (uniform phases per stream, drawn "
+                    "afresh per repeat: unsynchronised cameras), even (phases spread evenly over one period: the best "
+                    "case), poisson (exponential gaps, MLPerf's Server scenario), aligned (every stream at once: "
+                    "synchronised triggers, the worst case)")
     max_streams: int = Field(default=64, ge=1, description="the SLO search never tries more streams than this")
+    slo_repeats: int = Field(default=3, ge=1,
+                             description="the SLO search measures each stream count this many times (fresh phases and "
+                                         "processes each) and accepts it only when every repeat meets the SLO")
     gpu_sharing: GpuSharing | SharingModes = Field(
         default="time-slicing",
         description="mps: run the row's GPU instances under a CUDA MPS daemon that edgebench starts and stops "

@@ -152,7 +152,7 @@ def describe(planned: list[PlannedRun]) -> str:
                 f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
         extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
         extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
-        extra += f" rate={c.rate_hz:g}/s" if c.rate_hz is not None else ""
+        extra += f" rate={c.rate_hz:g}/s arrival={c.arrival}" if c.rate_hz is not None else ""
         extra += " gpu_sharing=mps" if c.gpu_sharing == "mps" else ""
         lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
     return "\n".join(lines)

@@ -39,7 +39,7 @@ from edgebench.results.row import (
     why_empty,
 )
 from edgebench.results.schema import COLUMNS, SchemaError, ownership_problems
-from edgebench.runner.load import load_fields, slo_fields
+from edgebench.runner.load import arrival_fields, load_fields, slo_fields
 from edgebench.runner.metrics import Summary, percentile_gaps
 from edgebench.runner.orchestrator import RunOutcome
 from edgebench.runner.probe import ProbeResult
@@ -142,10 +142,14 @@ def telemetry_columns(f: RowFacts, row: Row) -> Columns:
 
 
 def load_columns(f: RowFacts, row: Row) -> Columns:
-    """Fixed-rate rows: offered vs achieved rate, queueing vs service time (slo_ms is the slo step's)."""
-    if f.summary is None or f.run is None or f.cfg is None:
+    """The arrival model (closed for a closed loop) and its seed; fixed-rate rows that measured: offered vs achieved
+    rate, queueing vs service time (slo_ms is the slo step's)."""
+    if f.cfg is None:
         return {}
-    return {k: v for k, v in load_fields(f.cfg, f.run.instances, f.summary).items() if k != "slo_ms"}
+    arrival = arrival_fields(f.cfg)
+    if f.summary is None or f.run is None:
+        return arrival
+    return {**arrival, **{k: v for k, v in load_fields(f.cfg, f.run.instances, f.summary).items() if k != "slo_ms"}}
 
 
 def tensor_core_columns(f: RowFacts, row: Row) -> Columns:

@@ -13,6 +13,13 @@ lower p99. An unmeasured probe neither meets nor misses: the doubling goes on pa
 below it and the answer says it is a lower bound. A skipped probe (the backend or MPS cannot run here)
 ends that search with its reason.
 
+Each stream count is measured run.slo_repeats times (R, default 3; --slo-repeats), each repeat a row of its own
+with processes of its own (the warm pool never gives a repeat workers of another) and, under random or poisson
+arrivals, phases / gaps drawn afresh (the arrival seed depends on the repeat). A count is accepted (met) only when
+every repeat met the SLO; the first repeat that does not meet ends that count (its verdict is the count's), so only
+counts that meet cost R rows. The probe rows of search k (run.repeats: k = the plan's repeat) carry repeat
+k * R + j for their j-th repeat. The answer lists each repeat's p99 at the answer and at the first count that failed.
+
 Every distinct config of the plan with its instance count folded out is one search: backend option sets
 (eager / cuda_graph ...) and GPU sharing modes (time-slicing / mps) are searched one by one and reported
 side by side (slo_search.csv, one line each, and the console table). A search whose probes show p99
@@ -43,8 +50,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
 
 SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "options", "gpu_sharing",
-                  "rate_per_stream_hz", "slo_ms", "max_streams_under_slo", "answer", "capped_at_max_streams",
-                  "p99_ms_at_max", "first_missed_streams", "p99_ms_at_first_miss", "monotonic", "notes", "probes")
+                  "rate_per_stream_hz", "arrival", "search", "slo_ms", "repeats_per_count", "max_streams_under_slo",
+                  "answer", "capped_at_max_streams", "p99_ms_at_max", "p99_ms_repeats_at_max", "first_missed_streams",
+                  "p99_ms_at_first_miss", "p99_ms_repeats_at_first_miss", "monotonic", "notes", "probes")
 # a p99 that falls by more than this share of itself AND of the SLO as streams are added breaks the search's
 # assumption; smaller falls are run-to-run noise of percentiles far below the SLO
 P99_FALL_REL = 0.10
@@ -55,13 +63,35 @@ P99_FALL_SLO_SHARE = 0.05
 class Probe:
     streams: int
     verdict: str  # met / missed / unmeasured / failed / skipped (runner.load.SLO_VERDICTS + skipped)
-    p99_ms: float | None
+    p99_ms: float | None  # of a repeated count: the worst (largest) repeat's
     status: str
     reason: str = ""
+    repeats: list[Probe] = field(default_factory=list)  # a repeated count: each repeat's probe, in the order run
 
     @property
     def met(self) -> bool:
         return self.verdict == "met"
+
+    @property
+    def p99s_ms(self) -> list[float | None]:
+        """Each repeat's p99 (the probe's own when it is not repeated)."""
+        return [r.p99_ms for r in self.repeats] if self.repeats else [self.p99_ms]
+
+
+def repeated_probe(streams: int, repeats: int, measure: Callable[[int], Probe]) -> Probe:
+    """Measure `streams` up to `repeats` times (measure(j) is repeat j) and judge the count on all of them: met only
+    when every repeat met; the first repeat that did not meet ends it and gives the count its verdict, status and
+    reason. The count's p99 is its worst repeat's."""
+    done: list[Probe] = []
+    for j in range(repeats):
+        done.append(measure(j))
+        if done[-1].verdict != "met":
+            break
+    last = done[-1]
+    p99s = [p.p99_ms for p in done if p.p99_ms is not None]
+    worst = max(p99s) if p99s else None
+    reason = last.reason if last.verdict == "met" or len(done) == 1 else f"repeat {len(done) - 1}: {last.reason}"
+    return Probe(streams, last.verdict, worst, last.status, reason, done)
 
 
 @dataclass
@@ -194,11 +224,12 @@ def probe_of(streams: int, row: dict[str, Any]) -> Probe:
     return Probe(streams, verdict, row.get("latency_ms_p99"), status, row.get("reason") or "")
 
 
-def probe_config(base: RunConfig, streams: int, threads: int) -> RunConfig:
+def probe_config(base: RunConfig, streams: int, threads: int, repeat: int | None = None) -> RunConfig:
     """The base config with `streams` copies of its first placement and a window that runs until it holds the
-    inferences a p99 needs (within max_duration_s)."""
+    inferences a p99 needs (within max_duration_s); `repeat` (the probe's repeat number) replaces the base's."""
     return dataclasses.replace(base, placements=(base.placements[0],) * streams, threads_per_instance=threads,
-                               min_inferences=max(base.min_inferences, P99_FLOOR))
+                               min_inferences=max(base.min_inferences, P99_FLOOR),
+                               repeat=base.repeat if repeat is None else repeat)
 
 
 def search_key(cfg: RunConfig) -> str:
@@ -218,52 +249,66 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
     for p in planned:
         groups.setdefault(search_key(p.cfg), []).append(p.cfg)
     max_streams = profile.run.max_streams
+    repeats = profile.run.slo_repeats
     results = []
     with worker_pool(profile) as pool:  # one warm pool for every probe of every search (run.workers: warm)
         for cfgs in groups.values():
             results.append(_search(cfgs, profile, env, run_dir, store, models, max_streams, on_row, on_start,
-                                   idle_power_w, report, pool))
+                                   idle_power_w, report, pool, repeats))
     return results
 
 
 def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, store: ResultsStore,
             models: ModelCache, max_streams: int, on_row: Callable[..., None] | None,
             on_start: Callable[..., None] | None, idle_power_w: float | None, report: Callable[[str], None],
-            pool: WarmPool | None) -> SloResult:
-    """One search: probes of growing (then bisected) stream counts, its slo_search.csv line, its console line."""
+            pool: WarmPool | None, repeats: int = 1) -> SloResult:
+    """One search: probes of growing (then bisected) stream counts, each measured up to `repeats` times, its
+    slo_search.csv line, its console line."""
     base = cfgs[0]
     assert base.slo_ms is not None and base.rate_hz is not None
     start = min(c.instances for c in cfgs)
 
-    def probe(n: int) -> Probe:
-        cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count))
+    def measure(n: int, j: int) -> Probe:
+        cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count), repeat=base.repeat * repeats + j)
         skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
         written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
                             idle_power_w=idle_power_w, on_start=on_start, pool=pool)
         if written:
             return probe_of(n, written[0])
-        done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]
+        done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]  # --resume: measured before
         return probe_of(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
 
-    result = search_max_streams(probe, max_streams, start)
+    result = search_max_streams(lambda n: repeated_probe(n, repeats, lambda j: measure(n, j)), max_streams, start)
     if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
         result.notes.insert(0, note)
-    result.record = search_record(base, result)
+    result.record = search_record(base, result, repeats)
     _append_search(run_dir / "slo_search.csv", result.record)
     report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]} "
-           f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}]: {result.answer} streams of "
-           f"{base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms (probes: {describe_probes(result.probes)})"
+           f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}, {base.arrival} arrivals]: "
+           f"{result.answer} streams of {base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms on every one of "
+           f"{repeats} repeat(s) (probes: {describe_probes(result.probes)})"
            + "".join(f"\n  note: {n}" for n in result.notes))
     return result
 
 
+def p99_list(probe: Probe | None) -> str | None:
+    """Each repeat's p99 in ms, ';'-joined in the order run ('-' for a repeat without one); None without a probe."""
+    if probe is None:
+        return None
+    return ";".join("-" if v is None else f"{v:.4g}" for v in probe.p99s_ms)
+
+
 def describe_probes(probes: list[Probe]) -> str:
-    return ", ".join(f"{p.streams}:{p.verdict}"
-                     f"{f' p99={p.p99_ms:.3g}ms' if p.p99_ms is not None else ''}"
+    def p99(p: Probe) -> str:
+        if len(p.repeats) > 1:
+            return f" p99={'/'.join('-' if v is None else f'{v:.3g}' for v in p.p99s_ms)}ms"
+        return f" p99={p.p99_ms:.3g}ms" if p.p99_ms is not None else ""
+
+    return ", ".join(f"{p.streams}:{p.verdict}{p99(p)}"
                      f"{'' if p.status in ('ok', 'skipped') else f' ({p.status})'}" for p in probes)
 
 
-def search_record(base: RunConfig, result: SloResult) -> dict[str, Any]:
+def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[str, Any]:
     """The slo_search.csv line of one search (the console's side-by-side table prints the same dicts)."""
     at_max = next((p for p in result.probes if p.streams == result.max_streams), None)
     miss = result.first_miss
@@ -271,12 +316,15 @@ def search_record(base: RunConfig, result: SloResult) -> dict[str, Any]:
     return {
         "model": base.model, "backend": base.backend, "precision": base.precision, "batch": base.batch,
         "device": base.placements[0], "mode": base.mode, "options": ";".join(f"{k}={v}" for k, v in base.options),
-        "gpu_sharing": base.gpu_sharing, "rate_per_stream_hz": base.rate_hz, "slo_ms": base.slo_ms,
+        "gpu_sharing": base.gpu_sharing, "rate_per_stream_hz": base.rate_hz, "arrival": base.arrival,
+        "search": base.repeat, "slo_ms": base.slo_ms, "repeats_per_count": repeats,
         "max_streams_under_slo": None if undetermined else result.max_streams, "answer": result.answer,
         "capped_at_max_streams": str(result.capped).lower(),
         "p99_ms_at_max": at_max.p99_ms if at_max is not None else None,
+        "p99_ms_repeats_at_max": p99_list(at_max),
         "first_missed_streams": miss.streams if miss else None,
         "p99_ms_at_first_miss": miss.p99_ms if miss else None,
+        "p99_ms_repeats_at_first_miss": p99_list(miss),
         "monotonic": str(not any(n.startswith("not monotonic") for n in result.notes)).lower(),
         "notes": " | ".join(result.notes), "probes": describe_probes(result.probes),
     }

@@ -29,7 +29,7 @@ from edgebench.results.schema import COLUMN_NAMES
 
 # what makes a configuration: every axis a sweep can vary (repeat is not one: rows differing only there are repeats)
 IDENTITY = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
-            "scenario", "gpu_sharing", "rate_per_stream_hz")
+            "scenario", "gpu_sharing", "rate_per_stream_hz", "arrival")
 # facts that split runs into setups that are not ranked together (power mode is an axis, not a setup: it is in
 # IDENTITY through the row, and a run-level mode is named in the candidate's label below)
 SETUP_FACTS = ("device", "GPU(s)", "CPU", "JetPack", "L4T", "CUDA", "TensorRT", "tensorrt (pip)", "onnxruntime",
@@ -68,7 +68,8 @@ class Candidate:
             parts.append("mps")
         if ident.get("scenario") and ident.get("scenario") != "closed-loop":
             rate = ident.get("rate_per_stream_hz")
-            parts.append(f"{ident['scenario']}" + (f" {rate:g}Hz/stream" if isinstance(rate, float) else ""))
+            parts.append(f"{ident['scenario']}" + (f" {rate:g}Hz/stream" if isinstance(rate, float) else "")
+                         + (f" {ident['arrival']}" if ident.get("arrival") else ""))
         return " ".join(p for p in parts if p)
 
     def values(self, column: str) -> list[float]:

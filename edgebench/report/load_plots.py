@@ -24,7 +24,7 @@ from edgebench.report.figure import (
 )
 from edgebench.results.runs import Run
 
-LOAD_FACET = ("model", "backend", "precision", "batch", "mode", "gpu_sharing", "rate_per_stream_hz", "options")
+LOAD_FACET = ("model", "backend", "precision", "batch", "mode", "gpu_sharing", "rate_per_stream_hz", "options", "arrival")
 OPEN_LOOP = ("fixed-rate", "slo-search")
 VARIANT = ("options", "gpu_sharing")  # what the side-by-side figure compares
 COMPARE_FACET = tuple(k for k in LOAD_FACET if k not in VARIANT)
@@ -80,7 +80,8 @@ def _per_variant(runs: list[Run]) -> list[FigureData]:
         rate = values[LOAD_FACET.index("rate_per_stream_hz")]
         keys = dict(zip(LOAD_FACET, values))
         title = (f"Latency vs load: {keys['model']} {keys['backend']} {keys['precision']} b{keys['batch']}, "
-                 f"streams of {float(rate):g}/s" + (f", {keys['gpu_sharing']}" if keys["gpu_sharing"] else ""))
+                 f"streams of {float(rate):g}/s" + (f", {keys['gpu_sharing']}" if keys["gpu_sharing"] else "")
+                 + (f", {keys['arrival']} arrivals" if keys.get("arrival") else ""))
         fig = FigureData(facet_slug("latency_vs_load", LOAD_FACET, values), title,
                          f"streams (each {float(rate):g} arrivals/s)", ["latency incl. queueing (ms)"])
         fig.counts, fig.caption = count_caption(members)

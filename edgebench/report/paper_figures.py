@@ -33,7 +33,7 @@ from edgebench.results.confine import link_problem
 from edgebench.results.runs import Run
 
 GROUP_KEYS = ("backend", "instances", "mode", "placement", "options", "power_mode", "scenario", "gpu_sharing",
-              "rate_per_stream_hz")
+              "rate_per_stream_hz", "arrival")
 METRICS = (("throughput_ips", "throughput (samples/s)", "throughput"),
            ("energy_per_inference_mj", "energy per inference (mJ/sample)", "energy"),
            ("latency_ms_p50", "p50 latency (ms/batch)", "latency_p50"))

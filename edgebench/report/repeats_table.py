@@ -15,7 +15,7 @@ from edgebench.report.table_format import Col, Table, precision_rank
 from edgebench.results.runs import Run
 
 CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
-               "threads_per_instance", "scenario", "rate_per_stream_hz", "gpu_sharing", "slo_ms")
+               "threads_per_instance", "scenario", "rate_per_stream_hz", "arrival", "gpu_sharing", "slo_ms")
 METRICS = (("throughput_ips", "Throughput (img/s)"), ("latency_ms_p99", "p99 (ms)"),
            ("energy_per_inference_mj", "Energy (mJ/img)"))
 

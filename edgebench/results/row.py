@@ -218,6 +218,8 @@ def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str 
         out.append("power_mode: not switched by this sweep (power.modes not set), system.json records the mode")
     if row.get("gpu_sharing") is None:
         out.append("gpu_sharing: no CUDA placement in this row")
+    if row.get("arrival") in ("even", "aligned") and row.get("arrival_seed") is None:
+        out.append(f"arrival_seed: {row['arrival']} arrivals draw nothing")
     if row.get("power_w_idle") is None:
         if row.get("power_w_mean") is None:
             why = "no power measured in this row (energy_source says why)"

@@ -164,6 +164,11 @@ COLUMNS: list[Column] = [
     Column("gpu_sharing", "", "how the row's GPU instances shared the GPU: time-slicing (default) or mps "
                               "(an MPS daemon edgebench started for the row); empty without a CUDA placement", str, "identity"),
     Column("rate_per_stream_hz", "1/s", "scheduled arrivals (inferences) per second of each stream", float, "load"),
+    Column("arrival", "", "how a fixed-rate row's arrivals sat in time (run.arrival): random (uniform phase per "
+                          "stream, drawn per repeat), even (phases spread evenly over one period), poisson "
+                          "(exponential gaps) or aligned (every stream at once); closed for a closed loop", str, "load"),
+    Column("arrival_seed", "", "the seed the random / poisson arrivals were drawn from (stream i: numpy "
+                               "default_rng([arrival_seed, i])); empty for even, aligned and closed loops", int, "load"),
     Column("offered_rate_hz", "1/s", "scheduled arrivals per second, all streams: rate_per_stream_hz * instances", float, "load"),
     Column("achieved_rate_hz", "1/s", "inferences completed per second inside the window, all streams", float, "load"),
     Column("queue_ms_p99", "ms", "fixed-rate: 99th percentile wait between an inference's arrival and its start", float, "load"),

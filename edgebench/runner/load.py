@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from edgebench.runner.arrivals import SEEDED, arrival_seed_of
 from edgebench.runner.metrics import MIN_INFERENCES_FOR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,6 +76,15 @@ def slo_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Sum
     verdict, why = slo_verdict(summary.latency_ms.get("p99"), cfg.slo_ms, status, summary.inferences, over, reason)
     met = {"met": True, "missed": False, "failed": False}.get(verdict)
     return {"slo_ms": cfg.slo_ms, "slo_met": met, "slo_verdict": verdict}, why
+
+
+def arrival_fields(cfg: RunConfig) -> dict[str, Any]:
+    """`arrival` (the arrival model of a fixed-rate row, 'closed' for a closed loop) and `arrival_seed` (the seed
+    its phases / gaps were drawn from; empty for even and aligned, which draw nothing, and for a closed loop)."""
+    if cfg.rate_hz is None:
+        return {"arrival": "closed", "arrival_seed": None}
+    seed = arrival_seed_of(cfg.seed, cfg.repeat) if cfg.arrival in SEEDED else None
+    return {"arrival": cfg.arrival, "arrival_seed": seed}
 
 
 def load_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Summary) -> dict[str, Any]:

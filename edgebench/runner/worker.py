@@ -24,10 +24,9 @@ close. The accuracy outputs and the kernel profile (torch.profiler/CUPTI stays a
 every later launch) run in a separate probe process (runner/probe.py), never in an instance.
 
 With `cfg.rate_hz` set the instance is an open-loop stream instead (`measure_fixed_rate`): arrival k is
-scheduled at t0 + phase + k / rate_hz whether or not the previous inference is done, an inference starts
-at max(its arrival, the previous one's end), and its latency is end - arrival, so time spent queued
-behind a slow predecessor counts. Stream i of n starts at phase i / (n * rate_hz): the n streams'
-arrivals are spread evenly over one period, like unsynchronised cameras, not all at the same instant.
+scheduled by the row's arrival model (runner/arrivals.py: random phases by default, even, poisson, aligned)
+whether or not the previous inference is done, an inference starts at max(its arrival, the previous one's end),
+and its latency is end - arrival, so time spent queued behind a slow predecessor counts.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
+from edgebench.runner.arrivals import StreamSchedule, arrival_seed_of
 from edgebench.runner.messages import Done, Error, Message, Phase, Ready
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,6 +58,7 @@ THREAD_ENV_VARS = (
 )
 CHECK_INTERVAL_NS = 1_000_000  # stop flag / shared counter are looked at once per millisecond
 MAX_SLEEP_NS = 50_000_000  # a fixed-rate stream waiting for its next arrival looks at the stop flag this often
+SCHEDULE_BLOCK = 4096  # arrival offsets drawn at a time (between two inferences, never inside one)
 MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the buffers double past it
 MIN_INITIAL_CAPACITY = 4096
 
@@ -168,8 +169,10 @@ def measure_fixed_rate(
     capacity: int,
     parent_pid: int | None = None,
     buffers: list[np.ndarray] | None = None,
+    schedule: StreamSchedule | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Open-loop stream until stop[0] is set: arrival k at first_arrival_ns + k * period_ns.
+    """Open-loop stream until stop[0] is set: arrival k at first_arrival_ns + k * period_ns, or, with a `schedule`
+    (runner.arrivals), at first_arrival_ns + its k-th offset (period_ns is then unused).
 
     Returns (arrival_ns, end_ns, issued_ns). The loop sleeps until the next arrival when it is early;
     when it is late (the previous inference ran past this arrival) it starts at once, so the backlog
@@ -184,10 +187,18 @@ def measure_fixed_rate(
     arrivals, ends, issued = buffers if buffers is not None else allocate_timestamps(capacity, 3)
     cap = len(arrivals)
     n = 0
+    offsets: list[int] = []  # the schedule's next offsets, taken SCHEDULE_BLOCK at a time
+    taken = 0  # arrivals before offsets[0]
     while True:
         if stop[0] or (parent_pid is not None and getppid() != parent_pid):
             break
-        arrival = first_arrival_ns + n * period_ns
+        if schedule is None:
+            arrival = first_arrival_ns + n * period_ns
+        else:
+            if n - taken >= len(offsets):
+                taken += len(offsets)
+                offsets = schedule.take(SCHEDULE_BLOCK).tolist()
+            arrival = first_arrival_ns + offsets[n - taken]
         t0 = now()
         while t0 < arrival and not stop[0]:  # in slices, so a slow stream still sees the stop flag soon
             sleep(min(arrival - t0, MAX_SLEEP_NS) / 1e9)
@@ -208,8 +219,14 @@ def measure_fixed_rate(
 
 
 def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
-    """Offset of stream `index`'s first arrival: the streams spread evenly over one period."""
+    """Offset of stream `index`'s first arrival under arrival model `even`: the streams spread evenly over one
+    period."""
     return (index * period_ns) // max(1, instances)
+
+
+def stream_schedule(cfg: RunConfig, index: int, period_ns: int) -> StreamSchedule:
+    """Stream `index`'s arrivals under the row's arrival model, drawn from the row's arrival seed."""
+    return StreamSchedule(cfg.arrival, index, cfg.instances, period_ns, arrival_seed_of(cfg.seed, cfg.repeat))
 
 
 def run_instance(
@@ -249,6 +266,8 @@ def run_instance(
         rate_hz = getattr(cfg, "rate_hz", None)
         expected_ips = rate_ips if rate_hz is None else min(rate_ips, float(rate_hz))
         buffers = allocate_timestamps(initial_capacity(expected_ips, cfg.duration_s), 2 if rate_hz is None else 3)
+        period_ns = max(1, round(1e9 / float(rate_hz))) if rate_hz is not None else 0
+        schedule = stream_schedule(cfg, index, period_ns) if rate_hz is not None else None  # drawn before the start
         send(Ready(index, warm_n))
         phase = "barrier"
         wait_start(cfg.barrier_timeout_s)
@@ -259,9 +278,8 @@ def run_instance(
         if rate_hz is None:
             columns = measure(session.infer, stop, counts, slot, 0, parent_pid, buffers)
         else:
-            period_ns = max(1, round(1e9 / float(rate_hz)))
-            first = time.monotonic_ns() + stream_phase_ns(index, cfg.instances, period_ns)
-            columns = measure_fixed_rate(session.infer, stop, counts, slot, period_ns, first, 0, parent_pid, buffers)
+            columns = measure_fixed_rate(session.infer, stop, counts, slot, period_ns, time.monotonic_ns(), 0,
+                                         parent_pid, buffers, schedule)
         phase = "collect"
         path = os.path.join(workdir, f"instance{index}.npy")
         np.save(path, np.stack(columns))

@@ -37,7 +37,7 @@ def test_sections_are_the_profile_models_in_order():
 def test_run_defaults_have_one_home():
     run_config_fields = {f.name: f for f in dataclasses.fields(RunConfig)}
     defaults = RunSection()
-    assert len(per_row_fields()) == 14
+    assert len(per_row_fields()) == 15  # the 14 of the typed config, and arrival (issue 27)
     for name in per_row_fields():  # every per-row run field is a RunConfig field with the section's default
         assert run_config_fields[name].default == getattr(defaults, name), name
 
@@ -47,6 +47,9 @@ def test_config_hash_omissions_are_declared_on_the_fields_and_keep_old_hashes():
     assert omitted == {"power_mode": None, "rate_hz": None, "gpu_sharing": "time-slicing", "slo_ms": None}
     cfg = RunConfig(model="tiny_cnn", backend="ort", precision="fp32", batch=1, placements=("cpu",))
     assert cfg.config_hash() == "f3e1e731aa868ed0"  # the hash of this row before the typed config
+    open_even = dataclasses.replace(cfg, rate_hz=30.0, arrival="even")  # arrival is left out where rows had none
+    assert dataclasses.replace(cfg, arrival="poisson").config_hash() == cfg.config_hash()  # closed loop
+    assert dataclasses.replace(open_even, arrival="random").config_hash() != open_even.config_hash()
     assert dataclasses.replace(cfg, gpu_sharing="mps").config_hash() != cfg.config_hash()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,12 +19,13 @@ from repo_paths import REPO
 SCRIPT = REPO / "benchmarks" / "gpu_slo.sh"
 
 
-def run_script(tmp_path: Path, cache: Path, timeout_s: float, **knobs: str) -> subprocess.CompletedProcess:
+def run_script(tmp_path: Path, cache: Path, timeout_s: float, script_args: tuple[str, ...] | list[str] = (),
+               **knobs: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OUT": str(tmp_path / "out"), "PY": sys.executable, "PYTHONPATH": str(REPO),
            "EDGEBENCH_CACHE": str(cache), "MODEL": "tiny_cnn", "BACKEND": "null", "PRECISION": "fp32",
            "ACCEL": "cpu", "EXTENDS": "base", "SAMPLERS": "[host]", "SHARING": "time-slicing", **knobs}
-    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=timeout_s,
-                          check=False)
+    return subprocess.run(["bash", str(SCRIPT), *script_args], env=env, capture_output=True, text=True,
+                          timeout=timeout_s, check=False)
 
 
 def test_gpu_slo_script_runs_every_search_and_prints_the_side_by_side_table_last(tmp_path, artifact_cache, tiny_onnx):
@@ -88,3 +90,42 @@ def test_the_table_rebuilds_a_search_the_budget_cut_from_its_probe_rows(tmp_path
     assert found[1]["p99_ms_at_max"] == "2.8" and found[1]["first_missed_streams"] == "32"
     text = table(tmp_path)
     assert "eager (default)" in text.splitlines()[1] and "cut by the script's time budget" in text
+
+
+def test_the_arrivals_part_runs_each_arrival_model_and_prints_searches_and_repeats_in_one_table(
+        tmp_path, artifact_cache, tiny_onnx):
+    """`gpu_slo.sh arrivals` on a serial simulated device (0.5 ms per inference, 250 arrivals/s per stream: 8
+    streams fill it), searched from 2 to at most 4 streams (at most half busy), each count measured twice (2
+    repeats), each search run twice per arrival model (2 searches). The answers depend on this shared CI box's
+    load; what is checked is that every search of every arrival model is in the one table with each repeat's p99."""
+    lock = tmp_path / "device.lock"
+    proc = run_script(tmp_path, artifact_cache.root, 500, OPTION_SETS=f'[{{sleep_s: 0.0005, serial_device: "{lock}"}}]',
+                      RATE="250", SLO_MS="200", START="2", MAX_STREAMS="4", DURATION_S="0.2", MAX_DURATION_S="3.0",
+                      BUDGET_S="400", ARRIVALS="random even", SEARCHES="2", SLO_REPEATS="2", script_args=["arrivals"])
+    out = tmp_path / "out"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env_log = (out / "env.log").read_text()
+    assert env_log.count("bench exit 0") == 2 and "(random arrivals)" in env_log and "(even arrivals)" in env_log
+    tail = proc.stdout[proc.stdout.index("SLO search by arrival model: tiny_cnn null fp32 b1 on cpu"):]
+    assert tail.strip() == (out / "slo-arrivals-table.txt").read_text().strip()
+    lines = tail.splitlines()
+    assert lines[1].split()[:3] == ["arrival", "options", "sharing"]
+    assert [line.split()[0] for line in lines[2:4]] == ["random", "even"]
+    answers = {}
+    for a in ("random", "even"):
+        with open(out / f"slo_search-{a}.csv", newline="") as fh:
+            searches = list(csv.DictReader(fh))
+        assert [s["search"] for s in searches] == ["0", "1"] and {s["arrival"] for s in searches} == {a}
+        answers[a] = [s["answer"] for s in searches]
+        with open(out / f"slo-results-{a}.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert {r["arrival"] for r in rows} == {a}
+        assert {int(r["repeat"]) // 2 for r in rows} == {0, 1}  # search k's rows carry repeat 2k and 2k+1
+    for line, a in zip(lines[2:4], ("random", "even")):
+        assert " | ".join(answers[a]) in line, line
+    details = [line for line in lines if ", search " in line]
+    assert len(details) == 4
+    for line in details:  # each repeat's p99 at N (a count that met ran both repeats)
+        n, p99s = re.search(r"N=(.+?) p99 ([^;]+);", line).groups()
+        if n != "0":
+            assert len(p99s.split("/")) == 2 and all(float(v) <= 200 for v in p99s.split("/")), line
