@@ -31,7 +31,7 @@ def test_rows_record_phases_reuse_one_probe_and_the_report_sums_setup(tmp_path):
     # one probe process for both batches; the second row names the first's
     assert rows[0]["probe"].startswith("row 0 (batch 1, pid ") and rows[1]["probe"] == rows[0]["probe"]
     assert rows[0]["accuracy_cosine_min"] and rows[1]["accuracy_cosine_min"]
-    assert all(r["threads_note"].startswith("auto: (") for r in rows)
+    assert all(r["threads_note"].startswith("auto: ") and "cores //" in r["threads_note"] for r in rows)
     docs = [json.loads(p.read_text()) for p in sorted((run_dir / "rows").glob("*/row.json"))]
     for row, doc in zip(rows, docs):
         ph = doc["phases"]
