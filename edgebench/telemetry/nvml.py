@@ -22,7 +22,6 @@ are read against the sampler loop that produces them.
 from __future__ import annotations
 
 import contextlib
-
 import math
 import os
 import time

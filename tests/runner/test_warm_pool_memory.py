@@ -103,3 +103,31 @@ def test_a_placement_without_device_memory_is_never_checked():
 def test_device_of_names_the_gpu_a_placement_uses():
     assert device_of("cuda") == device_of("gpu") == device_of("cuda:0") == "cuda:0"
     assert device_of("cuda:1") == device_of("gpu:1") == "cuda:1" and device_of("cpu") == "cpu"
+
+
+def test_free_memory_comes_from_nvml_for_the_gpu_a_placement_names(monkeypatch):
+    from types import SimpleNamespace
+
+    from edgebench.telemetry.nvml import free_memory_mib
+
+    calls = []
+
+    class FakeNvml:
+        def nvmlInit(self):
+            calls.append("init")
+
+        def nvmlShutdown(self):
+            calls.append("shutdown")
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            return i
+
+        def nvmlDeviceGetMemoryInfo(self, handle):
+            return SimpleNamespace(free=(1000 + handle) * 2**20)
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert free_memory_mib("cuda:1", FakeNvml()) == 1001.0 and free_memory_mib("gpu", FakeNvml()) == 1000.0
+    assert calls == ["init", "shutdown"] * 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
+    assert free_memory_mib("cuda:1", FakeNvml()) == 1002.0  # CUDA's cuda:1 is NVML's GPU 2 here
+    assert free_memory_mib("cpu", FakeNvml()) is None and len(calls) == 6  # NVML not asked for a CPU placement
