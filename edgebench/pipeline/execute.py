@@ -76,7 +76,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
     if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
         orchestrator.prewarm(cfg, prepared, pool)
-    with clock("probe"):  # never in a measured process; reused across batches and instance counts
+    with clock("probe"):  # never in a measured process; reused across instance counts (and batches, but a profile's)
         probe = facts.probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
     facts.verdict.probe_notes = probe_fields(probe, "").get("reason", "")
     interval = profile.telemetry["interval_s"]
