@@ -75,13 +75,15 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         facts.accuracy_samples = sample_count(acc_in, prepared.inputs)  # real data may hold fewer
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
     if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
-        orchestrator.prewarm(cfg, prepared, pool)
+        with clock("prewarm"):  # starting them (spawn: a fork+exec each); their imports overlap the probe
+            orchestrator.prewarm(cfg, prepared, pool)
     with clock("probe"):  # never in a measured process; reused across instance counts (and batches, but a profile's)
         probe = facts.probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
     facts.verdict.probe_notes = probe_fields(probe, "").get("reason", "")
     interval = profile.telemetry["interval_s"]
-    # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    with clock("samplers"):  # placements: nvml samples every GPU the row's instances use (power/energy summed)
+        samplers = [registry.make_sampler(name, interval, placements=cfg.placements)
+                    for name in profile.telemetry["samplers"]]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         t_runner = time.monotonic()

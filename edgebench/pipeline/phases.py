@@ -1,6 +1,6 @@
 """Per-row wall time by phase: what a row costs outside its measured window.
 
-`PhaseClock` times the pipeline's own steps (export, precision, prepare, probe, accuracy, write ...) and takes
+`PhaseClock` times the pipeline's own steps (export, precision, prepare, prewarm, probe, samplers, accuracy, write ...) and takes
 the runner's (spawn, load, warmup, window, collect) from the outcome; row.json keeps them as "phases" and the
 row's `setup_s` is everything but the window and the warm-up (report/summary.py sums it per run).
 
