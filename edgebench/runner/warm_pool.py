@@ -19,7 +19,8 @@ Device memory (issue 27: at 32 instances on an H100 idle workers kept from earli
 fresh ones opened, and a row failed out of memory): before a row's workers open, the pool compares the free memory
 of each GPU the row uses (`free_mib`, NVML by default; a test injects a fake budget) with what the row's workers
 will take there: their count times the most one worker of this key took when a row opened (measured: free memory
-when the row was handed its workers minus free memory once every instance was ready, per worker, `opened`), with a
+when the row was handed its workers minus free memory once every instance was ready, per worker, `opened`; from a
+row during whose start no other worker was still starting where there is one, else an upper bound), with a
 margin. While it does not fit, idle workers the row does not use are retired (those that ran rows first), and the
 pool starts no spares for that key while memory is short; the row's note says what was retired and why. A row
 thus never fails from memory its own harness holds idle. Placements without device memory (cpu, dla) are not
@@ -101,6 +102,10 @@ class WarmPool:
         self.identity = ""  # run_identity of the row in flight
         self.free_mib = free_mib  # placement -> free device memory in MiB, None where it does not apply
         self.worker_mib: dict[tuple[tuple[Any, ...], str], float] = {}  # (key, device) -> most one worker took
+        # the same from rows during whose start no other worker of the pool was starting (importing, maybe making a
+        # CUDA context): exact; worker_mib counts those too (an upper bound), and is used only until this has one
+        self.clean_mib: dict[tuple[tuple[Any, ...], str], float] = {}
+        self.clean_take = False  # the row in flight started while every other worker of the pool was primed
         self.short: set[tuple[Any, ...]] = set()  # keys for which memory was short: no spares started for them
         self.free_at_take: dict[str, float] = {}  # device -> free MiB before the row in flight opened
         self.row_devices: dict[str, int] = {}  # device -> workers of the row in flight there
@@ -139,7 +144,10 @@ class WarmPool:
             match.placement = placement
             chosen.append(match)
         self._make_room(key)
+        before = self.spawned
+        self.clean_take = all(w.primed for w in self.idle)
         self._fill(self.sizes.get(key, 0) - len(chosen), spawn)
+        self.clean_take = self.clean_take and self.spawned == before
         self.free_at_take = self._free_now()
         self.identity = identity
         return chosen
@@ -154,7 +162,7 @@ class WarmPool:
         return out
 
     def _need_mib(self, key: tuple[Any, ...], device: str) -> float | None:
-        per_worker = self.worker_mib.get((key, device))
+        per_worker = self.clean_mib.get((key, device), self.worker_mib.get((key, device)))
         if per_worker is None:
             return None
         return self.row_devices[device] * per_worker * MEMORY_MARGIN + MEMORY_HEADROOM_MIB
@@ -181,7 +189,8 @@ class WarmPool:
             self.retired_for_memory += gone
             self.notes.append(
                 f"warm pool: {device} had {before:.0f} MiB free and this row's {self.row_devices[device]} worker(s) "
-                f"need ~{need:.0f} MiB ({self.worker_mib[(key, device)]:.0f} MiB each when a row of this "
+                f"need ~{need:.0f} MiB ({self.clean_mib.get((key, device), self.worker_mib[(key, device)]):.0f} "
+                f"MiB each when a row of this "
                 f"configuration opened, x{MEMORY_MARGIN:g} + {MEMORY_HEADROOM_MIB:g}); retired {gone} idle "
                 f"worker(s) first ({'unknown' if free is None else f'{free:.0f} MiB'} free after)")
 
@@ -197,6 +206,8 @@ class WarmPool:
             per_worker = max(0.0, before - now) / self.row_devices[device]
             k = (self.key, device)
             self.worker_mib[k] = max(self.worker_mib.get(k, 0.0), per_worker)
+            if self.clean_take:
+                self.clean_mib[k] = max(self.clean_mib.get(k, 0.0), per_worker)
 
     def prewarm(self, key: tuple[Any, ...], instances: int, spawn: Callable[[], WorkerProc]) -> None:
         """Start the workers a new key needs now (they import their framework while the row's probe runs); take()

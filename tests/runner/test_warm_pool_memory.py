@@ -66,6 +66,7 @@ def test_idle_workers_are_retired_before_a_row_that_would_not_fit_beside_them():
         assert pool.spawned == 6 and device.free_at_ready[-1] == 1500 - 6 * IDLE_MIB - 2 * OPEN_MIB
         # what one worker took: free when the row was handed its workers (spares started) minus free at ready, / 2
         assert pool.worker_mib[(key, "cpu")] == pytest.approx(OPEN_MIB)
+        assert pool.clean_mib == {}  # 4 spares were starting beside the row: an upper bound only
         assert pool.retired_for_memory == 0 and not first.notes
         # 3 instances beside 3 idle spares: 6 x 100 + 3 x 400 = 1800 > 1500 without the check
         second = row(pool, 3)
@@ -74,6 +75,7 @@ def test_idle_workers_are_retired_before_a_row_that_would_not_fit_beside_them():
         assert pool.retired_for_memory == 3  # every idle worker the row did not take
         assert any(n.startswith("warm pool: cpu had 900 MiB free") and "retired 3 idle" in n for n in second.notes)
         assert second.workers == "warm: 2 of 3 reused"  # the row still took the workers that fit
+        assert pool.clean_mib[(key, "cpu")] == pytest.approx(OPEN_MIB)  # nothing else was starting this time
         spawned = pool.spawned
         third = row(pool, 3, repeat=1)  # a repeat: processes of its own, none started ahead while memory is short
         assert third.status == "ok", third.reason
