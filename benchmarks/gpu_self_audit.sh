@@ -9,7 +9,7 @@
 #   warm    warm vs fresh worker processes (benchmarks/warm_vs_fresh.py: ResNet-50 fp16, b1/b64, 1/2 instances,
 #           WARM_PAIRS pairs, default 3; WARM_BACKENDS, default torch: one backend per call keeps it under 10 min)
 #   pool    issue 27: the warm pool never fails a row from memory its idle workers hold: pytest -m gpu
-#           tests/e2e/test_gpu_warm_pool_memory.py (small_cnn torch fp16, 24, 28, then 32 instances x 3 repeats in warm
+#           tests/e2e/test_gpu_warm_pool_memory.py (small_cnn torch fp32, 24, 28, then 32 instances x 3 repeats in warm
 #           workers; and a device made smaller than the GPU, so the pool must retire idle workers first)
 #   poolcli issue 27's sequence through the CLI: resnet50 fp16 torch, 30 frames/s per stream, --instances 24,28,32
 #           --repeats 3 (process mode, warm workers): every row's status, workers and notes

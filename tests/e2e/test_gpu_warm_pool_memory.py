@@ -43,8 +43,8 @@ def _grid(artifact_cache):  # type: ignore[no-untyped-def]
     from edgebench.models.spec import load_model_spec
 
     spec = load_model_spec("small_cnn")
-    art = precision_artifact(spec, export_onnx(spec, artifact_cache), "fp16", artifact_cache, {})
-    cfgs = [RunConfig(model="small_cnn", backend="torch", precision="fp16", batch=1, placements=("cuda:0",) * n,
+    art = precision_artifact(spec, export_onnx(spec, artifact_cache), "fp32", artifact_cache, {})
+    cfgs = [RunConfig(model="small_cnn", backend="torch", precision="fp32", batch=1, placements=("cuda:0",) * n,
                       mode="process", warmup_s=0.3, duration_s=1.0, max_duration_s=6.0, min_inferences=100,
                       accuracy_samples=0, load_timeout_s=300.0, repeat=r)
             for n in INSTANCES for r in range(REPEATS)]
