@@ -3,12 +3,20 @@
     python benchmarks/bare_loop.py --framework ort --onnx model.onnx --batch 1 --threads 1 --duration-s 5
     python benchmarks/bare_loop.py --framework torch --model resnet50 --batch 64 --device cuda:0 --precision fp16
 
---threads N sets intra-op threads and the OpenMP/BLAS thread variables, as a user capping threads would.
-ONNX Runtime: an InferenceSession with the given intra-op threads (CPU: sess.run; CUDA: IOBinding with the inputs on
-the GPU, run_with_iobinding + synchronize_outputs). torch: the torchvision architecture with random weights, eval,
-inference_mode, model(x) then synchronize (CUDA). Prints one JSON line: throughput_ips (samples/s), inferences,
-elapsed_s, after warm-up, and steady_ips: the median rate over ~1 ms intervals, a diagnostic robust to preemption
-by other processes (see steady_ips()). Used by benchmarks/self_audit.py as the "B" side of its interleaved pairs.
+--threads N sets intra-op threads and the OpenMP/BLAS thread variables, as a user capping threads would; --threads 0
+leaves both at the framework's default (what a plain InferenceSession / torch gets).
+The loop uses the settings edgebench uses by default (issue 27: compare equal settings, not a setting), so a ratio
+measures the harness:
+- ONNX Runtime: an InferenceSession with edgebench's session options (intra-op threads as given, inter-op 1,
+  sequential execution, ORT_ENABLE_ALL; backends/ort.py); CPU: sess.run; CUDA: IOBinding with the inputs on the GPU,
+  run_with_iobinding + synchronize_outputs.
+- torch: the torchvision architecture with random weights, eval, requires_grad off, cudnn.benchmark on (edgebench's
+  torch option cudnn_benchmark: true), TF32 only for precision tf32, the model under inference_mode on a CUDA stream
+  of its own that each step waits on (backends/torch_backend.py), not a device-wide synchronize.
+Prints one JSON line: throughput_ips (samples/s), inferences, elapsed_s, after warm-up; steady_ips: the median rate
+over ~1 ms intervals, a diagnostic robust to preemption by other processes (see steady_ips()); and settings: what the
+loop set (self_audit.py writes them next to the ratio). Used by benchmarks/self_audit.py as the "B" side of its
+interleaved pairs.
 """
 
 from __future__ import annotations
@@ -23,19 +31,30 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                    "VECLIB_MAXIMUM_THREADS")
 
 
+SETTINGS: dict = {}  # what the loop set, printed with its result
+
+
 def ort_step(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     import numpy as np
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.intra_op_num_threads = args.threads
+    if args.threads > 0:
+        so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3
+    SETTINGS.update({"intra_op_num_threads": args.threads if args.threads > 0 else "default (0)",
+                     "inter_op_num_threads": 1, "execution_mode": "ORT_SEQUENTIAL",
+                     "graph_optimization_level": "ORT_ENABLE_ALL", "onnxruntime": ort.__version__})
     cuda = args.device.startswith("cuda")
     device_id = int(args.device.split(":")[1]) if ":" in args.device else 0
     providers = ([("CUDAExecutionProvider", {"device_id": device_id, "use_tf32": int(args.precision == "tf32")}),
                   "CPUExecutionProvider"] if cuda else ["CPUExecutionProvider"])
     sess = ort.InferenceSession(args.onnx, sess_options=so, providers=providers)
+    SETTINGS["providers"] = sess.get_providers()
+    SETTINGS["io"] = "io_binding on the GPU, synchronize_outputs" if cuda else "sess.run(names, feeds)"
     rng = np.random.default_rng(0)
     feeds = {}
     for inp in sess.get_inputs():
@@ -67,11 +86,15 @@ def torch_step(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision, torch.float32)
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
-    torch.backends.cudnn.benchmark = True
-    model = getattr(torchvision.models, args.model)(weights=None).eval()
+    torch.backends.cudnn.benchmark = True  # edgebench's torch option cudnn_benchmark defaults to true
+    model = getattr(torchvision.models, args.model)(weights=None).eval().requires_grad_(False)
     size = args.image_size
+    SETTINGS.update({"cudnn.benchmark": True, "tf32": args.precision == "tf32", "inference_mode": True,
+                     "requires_grad": False, "dtype": str(dtype), "torch": torch.__version__})
     if args.device == "cpu":
-        torch.set_num_threads(args.threads)
+        if args.threads > 0:
+            torch.set_num_threads(args.threads)
+        SETTINGS.update({"torch_threads": torch.get_num_threads(), "stream": "cpu"})
         model = model.to(dtype=dtype)
         x = torch.randn(args.batch, 3, size, size).to(dtype=dtype)
 
@@ -82,12 +105,17 @@ def torch_step(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         return cpu_step
     dev = torch.device(args.device)
     model = model.to(dev, dtype=dtype)
-    x = torch.randn(args.batch, 3, size, size, device=dev).to(dtype=dtype)
+    # as edgebench's torch session: a stream of its own, made current, each step waits on that stream only
+    stream = torch.cuda.Stream(device=dev)
+    torch.cuda.set_stream(stream)
+    x = torch.randn(args.batch, 3, size, size).to(dev, dtype=dtype)
+    torch.cuda.synchronize(dev)
+    SETTINGS["stream"] = "own torch.cuda.Stream (set current), stream.synchronize() per step"
 
     def cuda_step() -> None:
         with torch.inference_mode():
             model(x)
-        torch.cuda.synchronize(dev)
+        stream.synchronize()
 
     return cuda_step
 
@@ -101,7 +129,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--device", default="cpu", help="cpu or cuda:N")
     ap.add_argument("--precision", default="fp32", help="fp32, tf32, fp16 (torch: the model's dtype)")
-    ap.add_argument("--threads", type=int, default=1, help="intra-op / torch threads")
+    ap.add_argument("--threads", type=int, default=1, help="intra-op / torch threads; 0: the framework's default")
     ap.add_argument("--warmup-s", type=float, default=1.0)
     ap.add_argument("--duration-s", type=float, default=5.0)
     ap.add_argument("--profile-first", type=int, default=0, metavar="N",
@@ -110,7 +138,9 @@ def main() -> None:
     args = ap.parse_args()
     # --threads N caps the math libraries too, before any framework is imported (with ORT's intra-op threads at 1
     # and OpenMP uncapped, ORT CPU ran tiny_cnn at 0.56x on 2 busy cores): what a user limiting threads sets
-    os.environ.update({name: str(args.threads) for name in THREAD_ENV_VARS})
+    if args.threads > 0:
+        os.environ.update({name: str(args.threads) for name in THREAD_ENV_VARS})
+    SETTINGS["thread_env"] = {name: os.environ[name] for name in THREAD_ENV_VARS if name in os.environ}
     step = ort_step(args) if args.framework == "ort" else torch_step(args)
     if args.profile_first > 0:
         import torch
@@ -144,7 +174,7 @@ def main() -> None:
                 break
             t_next = t + MARK_S
     print(json.dumps({"throughput_ips": n * args.batch / (t - t0), "inferences": n, "elapsed_s": t - t0,
-                      "steady_ips": steady_ips(marks, args.batch)}))
+                      "steady_ips": steady_ips(marks, args.batch), "settings": SETTINGS}))
 
 
 def steady_ips(marks: list[tuple[int, float]], batch: int) -> float:

@@ -8,7 +8,14 @@
 #   setup   per-row set-up of a cached dgpu grid (benchmarks/setup_cost.py: torch + ort, b1/b8, 1/2 instances)
 #   warm    warm vs fresh worker processes (benchmarks/warm_vs_fresh.py: ResNet-50 fp16, b1/b64, 1/2 instances,
 #           WARM_PAIRS pairs, default 3; WARM_BACKENDS, default torch: one backend per call keeps it under 10 min)
-# Usage:  OUT=/path benchmarks/gpu_self_audit.sh [torch|ort|before|setup|warm|all]    (all: > 10 min, one part per call)
+#   pool    issue 27: the warm pool never fails a row from memory its idle workers hold: pytest -m gpu
+#           tests/e2e/test_gpu_warm_pool_memory.py (small_cnn torch fp32, 24, 28, then 32 instances x 3 repeats in warm
+#           workers; and a device made smaller than the GPU, so the pool must retire idle workers first)
+#   poolcli issue 27's sequence through the CLI: resnet50 fp16 torch, 30 frames/s per stream, --instances 24,28,32
+#           --repeats 3 (process mode, warm workers): every row's status, workers and notes
+# Issue 27 on the H100, one call each: torch, ort (the self-audit with the bare loop at edgebench's settings), pool,
+# poolcli.
+# Usage:  OUT=/path benchmarks/gpu_self_audit.sh [torch|ort|before|setup|warm|pool|poolcli|all]  (all: > 10 min)
 # Logs and JSON under $OUT; the short table comes last ($OUT/tables.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +52,21 @@ case "$part" in
   setup|all) $PY benchmarks/setup_cost.py --device dgpu --backends torch,ort --precisions fp16 --batches 1,8 \
                  --instances 1,2 --out "$OUT/setup" --json "$OUT/setup.json" > "$OUT/setup.log" 2>&1
              echo "exit $?" >> "$OUT/setup.log"; grep -E '^(\||torch:|ort:|exit)' "$OUT/setup.log" >> "$OUT/tables.txt" ;;&
+  pool|all) $PY -m pytest -m gpu -q -s tests/e2e/test_gpu_warm_pool_memory.py > "$OUT/pool.log" 2>&1
+            echo "exit $?" >> "$OUT/pool.log"
+            { echo "pool (pytest -m gpu tests/e2e/test_gpu_warm_pool_memory.py):"; grep -E ' x r[0-9]: |passed|failed|exit' "$OUT/pool.log"; } >> "$OUT/tables.txt" ;;&
+  poolcli|all) $PY -m edgebench bench --device dgpu --models resnet50 --backends torch --precisions fp16 --batches 1 \
+                   --instances 24,28,32 --repeats 3 --rate 30 --duration 3 --out "$OUT/runs/poolcli" > "$OUT/poolcli.log" 2>&1
+               echo "exit $?" >> "$OUT/poolcli.log"
+               $PY - "$OUT/runs/poolcli" >> "$OUT/tables.txt" <<'PY'
+import csv, glob, sys
+run = sorted(glob.glob(sys.argv[1] + "/*/results.csv"))[-1]
+print("poolcli (resnet50 fp16 torch, 30/s per stream, 24/28/32 x 3):")
+for r in csv.DictReader(open(run)):
+    print(f"  {r['instances']:>2} r{r['repeat']}: {r['status']:<7} p99 {r['latency_ms_p99'] or '-':>8} ms  {r['workers']:<22} "
+          f"{r['reason'][:200]}")
+PY
+               ;;&
   warm|all) name="warm-${WARM_BACKENDS:-torch}"
             $PY benchmarks/warm_vs_fresh.py --device dgpu --models resnet50 --backends "${WARM_BACKENDS:-torch}" \
                 --precisions fp16 --batches 1,64 --instances 1,2 --pairs "${WARM_PAIRS:-3}" --duration-s 2 \

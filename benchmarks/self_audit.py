@@ -4,7 +4,9 @@ A side ("edgebench"): the `edgebench bench` CLI in a subprocess with a shipped p
 configuration (model, backend, precision, batch, 1 instance), every default sampler and pre-pass the profile has
 (accuracy, kernel profile, idle baseline ...); its throughput_ips from results.csv.
 B side ("bare"): benchmarks/bare_loop.py in a separate process and session (no edgebench import): plain onnxruntime on the same
-ONNX file the A row measured, or the torchvision model in torch, with the row's threads, warm-up and window length.
+ONNX file the A row measured, or the torchvision model in torch, with the row's threads (or, --bare-threads default,
+the framework's default threads: a user's own plain session), warm-up and window length, and the settings edgebench
+uses by default (bare_loop.py lists them; the record keeps what the bare loop reported as `bare_settings`).
 Pairs run A B, B A, A B ... (ABBA order: drift hits both alike); the result is the median of the per-pair ratios
 edgebench/bare with a percentile-bootstrap interval (benchmarks/stats.py).
 Diagnostic next to it: steady_ips, each side's median rate over ~1 ms intervals (bare_loop.steady_ips; edgebench's
@@ -12,6 +14,8 @@ from the row's per-inference end times), and their ratio: what each loop costs p
 it, so a per-inference harness cost shows even on a busy machine, where the throughput ratio is mostly noise.
 
     python benchmarks/self_audit.py --backend ort --model tiny_cnn --pairs 4 --duration-s 1
+    python benchmarks/self_audit.py --backend ort --model resnet18 --bare-threads default   (edgebench's auto threads
+        against a plain InferenceSession with ORT's defaults)
     python benchmarks/self_audit.py --device dgpu --backend torch --model resnet50 --precision fp16 --batch 64
 
 Prints a JSON line (ratios, median, interval) and a one-line table row; --json writes the record.
@@ -58,7 +62,8 @@ def run_edgebench(args: argparse.Namespace, out: Path) -> dict:
     doc = json.loads((row_dir / "row.json").read_text())
     placement = doc["config"]["placements"][0]
     return {"ips": float(row["throughput_ips"]), "steady_ips": edgebench_steady_ips(row_dir, args.batch), "status": row["status"], "reason": row["reason"],
-            "threads": int(row["threads_per_instance"]), "window_s": float(row["window_s"]),
+            "threads": int(row["threads_per_instance"]), "threads_note": row.get("threads_note", ""),
+            "window_s": float(row["window_s"]),
             "warmup_s": float(row["warmup_s"]), "onnx": doc["artifact"]["path"], "placement": placement,
             "probe": row.get("probe", ""), "command": " ".join(cmd)}
 
@@ -77,7 +82,8 @@ def edgebench_steady_ips(row_dir: Path, batch: int) -> float | None:
 def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dict:
     device = ref["placement"] if ref["placement"].startswith("cuda") else "cpu"
     cmd = [sys.executable, str(HERE / "bare_loop.py"), "--framework", args.backend, "--batch", str(args.batch),
-           "--device", device, "--precision", args.precision, "--threads", str(ref["threads"]),
+           "--device", device, "--precision", args.precision,
+           "--threads", "0" if args.bare_threads == "default" else str(ref["threads"]),
            "--warmup-s", str(ref["warmup_s"]), "--duration-s", f"{ref['window_s']:.3f}"]
     cmd += ["--onnx", ref["onnx"]] if args.backend == "ort" else ["--model", args.model]
     if profile_first:
@@ -90,7 +96,7 @@ def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dic
         raise SystemExit(f"self_audit: {' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"ips": float(got["throughput_ips"]), "steady_ips": got.get("steady_ips"), "inferences": got["inferences"],
-            "command": " ".join(cmd)}
+            "settings": got.get("settings", {}), "command": " ".join(cmd)}
 
 
 def _bare_env() -> dict:
@@ -114,12 +120,15 @@ def audit(args: argparse.Namespace) -> dict:
     if args.a_side == "bare-profiled":
         ref = run_edgebench(args, work / "discover")
     pairs = []
+    bare_settings: dict = {}
+    bare_command = ""
     for i in range(args.pairs):
         order = ("a", "b") if i % 2 == 0 else ("b", "a")  # pair 0 starts with edgebench (it fills the caches)
         got: dict[str, dict] = {}
         for side in order:
             if side == "b":
                 got[side] = run_bare(args, ref)
+                bare_settings, bare_command = got[side]["settings"], got[side]["command"]
             elif args.a_side == "bare-profiled":
                 got[side] = {**run_bare(args, ref, profile_first=5), "status": "bare", "reason": ""}
             else:
@@ -138,6 +147,8 @@ def audit(args: argparse.Namespace) -> dict:
     steady_ci = bootstrap_median_ci(steady, confidence=args.confidence) if len(steady) == len(pairs) else None
     return {"a_side": args.a_side, "device": args.device, "backend": args.backend, "model": args.model, "precision": args.precision,
             "batch": args.batch, "threads": ref["threads"], "placement": ref["placement"], "window_s": ref["window_s"],
+            "bare_threads": args.bare_threads, "bare_settings": bare_settings, "bare_command": bare_command,
+            "edgebench_threads_note": ref.get("threads_note", ""),
             "pairs": pairs, "ratio_median": median, "ratio_low": low, "ratio_high": high,
             "steady_ratio_median": steady_ci[0] if steady_ci else None,
             "steady_ratio_low": steady_ci[1] if steady_ci else None, "steady_ratio_high": steady_ci[2] if steady_ci else None,
@@ -155,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=4)
     ap.add_argument("--duration-s", type=float, default=None, help="--duration for edgebench (default: the profile's)")
     ap.add_argument("--confidence", type=float, default=0.95)
+    ap.add_argument("--bare-threads", choices=["row", "default"], default="row",
+                    help="the bare loop's threads: the edgebench row's threads_per_instance (row), or the framework's "
+                         "default (default: a plain session as a user opens it)")
     ap.add_argument("--out", help="keep the run folders here")
     ap.add_argument("--json", help="write the record here")
     ap.add_argument("--a-side", choices=["edgebench", "bare-profiled"], default="edgebench",
@@ -174,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     if rec["steady_ratio_median"] is not None:
         print(f"steady (median ~{MARK_S * 1e3:g} ms rate, preemption-robust diagnostic): ratio "
               f"{rec['steady_ratio_median']:.3f} [{rec['steady_ratio_low']:.3f}, {rec['steady_ratio_high']:.3f}]")
+    print(f"edgebench threads: {rec['threads']} ({rec['edgebench_threads_note']}); bare loop threads: "
+          f"{'framework default' if rec['bare_threads'] == 'default' else rec['threads']}")
+    print("bare loop settings: " + json.dumps(rec["bare_settings"], sort_keys=True))
     return 0
 
 

@@ -22,7 +22,7 @@ from edgebench.pipeline.phases import PhaseClock, announce
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.pipeline.row_steps import RowFacts
 from edgebench.results.row import IdleBaseline
-from edgebench.results.row_files import write_row_files
+from edgebench.results.row_files import write_row_data, write_row_json
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
@@ -41,15 +41,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
-            idle_power_w: float | None = None, pool: WarmPool | None = None) -> RowFacts:
+            idle_power_w: float | None = None, pool: WarmPool | None = None,
+            since_s: float | None = None) -> RowFacts:
     """Measure one config; returns what its row is computed from (the sweep adds identity and thermal, then
     row_steps.build_row). Raises EdgebenchError on bad input.
 
     The accuracy outputs, the kernel profile and a trt layer profile come from a probe process (pipeline/probe_step)
     that runs before the instances and is reused across the rows it applies to; every phase's wall time goes to
-    row.json "phases" and the row's setup_s. `pool`: warm worker processes (run.workers: warm) the instances run in."""
+    row.json "phases" and the row's setup_s. `pool`: warm worker processes (run.workers: warm) the instances run in.
+    `since_s` (time.monotonic()): when the sweep finished the previous row's files (or started); the time from then to
+    here is the phase "between_rows" (pipeline/phases.py says what it holds), so a sweep's rows add up to its wall
+    time."""
 
-    clock = PhaseClock()
+    clock = PhaseClock(since_s)
     facts = RowFacts(cfg=cfg, profile=profile, row_dir=row_dir, accuracy_samples=cfg.accuracy_samples or None)
     with clock("export"):
         spec = facts.spec = models.spec(cfg.model)
@@ -71,13 +75,15 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         facts.accuracy_samples = sample_count(acc_in, prepared.inputs)  # real data may hold fewer
     clock.add("accuracy_inputs", time.monotonic() - clock_inputs)
     if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
-        orchestrator.prewarm(cfg, prepared, pool)
-    with clock("probe"):  # never in a measured process; reused across batches and instance counts
+        with clock("prewarm"):  # starting them (spawn: a fork+exec each); their imports overlap the probe
+            orchestrator.prewarm(cfg, prepared, pool)
+    with clock("probe"):  # never in a measured process; reused across instance counts (and batches, but a profile's)
         probe = facts.probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
     facts.verdict.probe_notes = probe_fields(probe, "").get("reason", "")
     interval = profile.telemetry.interval_s
-    # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry.samplers]
+    with clock("samplers"):  # placements: nvml samples every GPU the row's instances use (power/energy summed)
+        samplers = [registry.make_sampler(name, interval, placements=cfg.placements)
+                    for name in profile.telemetry.samplers]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
         announce("measuring")  # the instances: spawn, load, warm-up, window
@@ -117,12 +123,15 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
 
 def _written(facts: RowFacts, cfg: RunConfig, row_dir: Path, outcome: Any, labelled: Any,
              clock: PhaseClock) -> RowFacts:
-    """The row's files written; row.json's phases are the clock's so far (its own write lands in the row's setup_s)."""
+    """The row's files written; row.json's phases (the same record as the row's setup_s) include writing the others;
+    row.json's own write (milliseconds) is in the next row's between_rows."""
     with clock("write"):
-        write_row_files(row_dir, cfg, outcome, facts.artifact, facts.prepared.info, phases=clock.record())
+        write_row_data(row_dir, outcome)
         if labelled is not None:
             write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
-    facts.setup_s = clock.record()["setup"]
+    phases = clock.record()
+    write_row_json(row_dir, cfg, outcome, facts.artifact, facts.prepared.info, phases=phases)
+    facts.setup_s = phases["setup"]
     return facts
 
 

@@ -1,8 +1,14 @@
 """Per-row wall time by phase: what a row costs outside its measured window.
 
-`PhaseClock` times the pipeline's own steps (export, precision, prepare, probe, accuracy, write ...) and takes
+`PhaseClock` times the pipeline's own steps (export, precision, prepare, prewarm, probe, samplers, accuracy, write ...) and takes
 the runner's (spawn, load, warmup, window, collect) from the outcome; row.json keeps them as "phases" and the
 row's `setup_s` is everything but the window and the warm-up (report/summary.py sums it per run).
+
+The phases add up to the row's wall time ("total"): what no step names is "unaccounted" (the clock's own gaps, e.g.
+samplers made), and a sweep row starts where the previous one's files were written, so "between_rows" holds what
+the sweep does between two rows: the previous row's columns built, its results.csv line appended and fsynced, its
+console line printed, its row.json written and thermal end read, then this row's power-mode switch and cooldown wait.
+Summed over a sweep's rows, "total" is the sweep's wall time but for its start and its last row's append.
 """
 
 from __future__ import annotations
@@ -37,9 +43,14 @@ def announce(name: str) -> None:
 
 
 class PhaseClock:
-    def __init__(self) -> None:
-        self.t0 = time.monotonic()
+    def __init__(self, since_s: float | None = None) -> None:
+        """`since_s` (time.monotonic()): where this row's wall time starts, before the clock was made: the time up
+        to now is the phase "between_rows"."""
+        now = time.monotonic()
+        self.t0 = now if since_s is None else min(since_s, now)
         self.phases_s: dict[str, float] = {}
+        if since_s is not None:
+            self.add("between_rows", now - self.t0)
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
@@ -66,9 +77,13 @@ class PhaseClock:
         self.add("runner_other", max(0.0, runner_wall_s - known))
 
     def record(self) -> dict[str, float]:
-        """phases plus total (wall time since the clock started) and setup (total minus window and warm-up)."""
+        """phases plus "unaccounted" (wall time no phase names), total (wall time since the clock started: the sum of
+        the phases) and setup (total minus window and warm-up)."""
         total = time.monotonic() - self.t0
-        return {**self.phases_s, "total": round(total, 6), "setup": round(setup_s(self.phases_s, total), 6)}
+        named = sum(v for k, v in self.phases_s.items() if k != "unaccounted")
+        phases = {k: v for k, v in self.phases_s.items() if k != "unaccounted"}
+        phases["unaccounted"] = round(max(0.0, total - named), 6)
+        return {**phases, "total": round(total, 6), "setup": round(setup_s(phases, total), 6)}
 
 
 def setup_s(phases_s: Mapping[str, float], total_s: float) -> float:

@@ -35,19 +35,18 @@ def placement_sets(profile: Profile) -> list[tuple[Placement, ...]]:
     return [(acc,) * n for n in profile.sweep.instances]
 
 
-HARNESS_CORES = 1  # threads_per_instance auto keeps this many cores for the orchestrator and the samplers
-
-
 def threads_for(profile: Profile, instances: int, cpu_count: int, resumed: Mapping[int, int] | None = None) -> int:
-    """`auto`: the cores minus one for the harness (orchestrator, samplers), split between the instances, at
-    least 1 (on 2 cores a single instance gets 1 thread; with as many instances as cores they share anyway).
+    """`auto`: what a user's own session gets: every core for one instance (ONNX Runtime's and torch's default
+    intra-op threads), the cores split between N instances (cores // N, at least 1). No core is kept for the
+    harness: its own work (a sampler at 20 Hz, the orchestrator asleep in wait()) needs far less than a core, and
+    keeping one halved a 2-core machine's row (issue 27: 29 img/s where a plain InferenceSession reads 54).
     `resumed` (instances -> threads): what the run being resumed already chose for auto, which wins, so an older
     edgebench's choice (or another machine's) does not turn its finished rows into new configurations."""
     tpi = profile.run.threads_per_instance
     if tpi == "auto":
         if resumed and instances in resumed:
             return resumed[instances]
-        return max(1, (cpu_count - HARNESS_CORES) // instances) if cpu_count > HARNESS_CORES else 1
+        return max(1, cpu_count // instances)
     return int(tpi)
 
 
@@ -57,9 +56,10 @@ def threads_note(profile: Profile, instances: int, cpu_count: int, threads: int)
         return f"run.threads_per_instance: {threads}"
     if threads != threads_for(profile, instances, cpu_count):
         return f"auto: {threads}, as the run being resumed chose it for {instances} instance(s)"
-    spare = " (the instances share the harness's core)" if instances * threads >= cpu_count else ""
-    return (f"auto: ({cpu_count} cores - {HARNESS_CORES} kept for the harness) // {instances} "
-            f"instance{'s' if instances != 1 else ''} = {threads}{spare}")
+    if instances == 1:
+        return f"auto: {cpu_count} cores // 1 instance = {threads} (the framework's default for one session)"
+    shared = " (the instances share cores)" if instances > cpu_count else ""
+    return f"auto: {cpu_count} cores // {instances} instances = {threads}, cores split across instances{shared}"
 
 
 def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | None = None) -> list[int]:

@@ -1,7 +1,8 @@
 """One probe per model x precision x backend x option set, reused by every row it applies to.
 
 runner/probe.py runs the probe process; this module decides when a row needs one, reuses an earlier row's result
-when nothing it depends on changed (the batch and instance count do not, except for a TensorRT layer profile),
+when nothing it depends on changed (the instance count does not; the batch does only for a kernel profile or a
+TensorRT layer profile, which run once per precision x batch),
 and turns it into the row's `probe` column and reason notes. A probe that failed is not kept: the next row tries
 again.
 """

@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import shutil
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -95,6 +96,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
     needs = block_needs([p.cfg if p.skip_reason is None and p.cfg.config_hash() not in done else None
                          for p in planned])
     thermal = Thermal(profile.cooldown.model_dump(), gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
+    since = [time.monotonic()]  # where the next measured row's wall time starts (its phase between_rows)
     for i, p in enumerate(planned):
         cfg = p.cfg
         if cfg.config_hash() in done:
@@ -113,7 +115,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
                     on_start(i, len(planned), cfg)
                 if pool is not None and (key := pool_key(cfg)) is not None:
                     pool.expect(key, needs[i])
-                facts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool)
+                facts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool, since)
             row = _assemble(facts, row_dir)
             store.append(row)  # whole line or nothing (results/store.py)
         except Exception as exc:
@@ -131,18 +133,21 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
 
 
 def _measure(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path, ident: dict[str, Any],
-             idle_power_w: float | None, power: Any, thermal: Thermal, pool: WarmPool | None) -> RowFacts:
+             idle_power_w: float | None, power: Any, thermal: Thermal, pool: WarmPool | None,
+             since: list[float]) -> RowFacts:
     """The facts of one measured config's row; a failure is a failed row's facts (the sweep goes on). The thermal
     facts (cooldown before the row, temperatures at its start and end) are kept either way. A full disk is raised
-    (the sweep stops: disk_full_error), never a failed row."""
+    (the sweep stops: disk_full_error), never a failed row. `since[0]`: where this row's wall time starts (the
+    previous row's files written); set to where the next one's starts once this row's files are written."""
     heat: dict[str, Any] = {}
     try:
         if (effective := power.switch(cfg.power_mode)) is not None:
             ident["power_mode"] = effective.name  # as nvpmodel -q reports it after the switch
         heat.update(thermal.before_row())
         try:
-            facts = execute(cfg, profile, models, row_dir, idle_power_w, pool)
+            facts = execute(cfg, profile, models, row_dir, idle_power_w, pool, since_s=since[0])
         finally:
+            since[0] = time.monotonic()
             heat.update(thermal.after_row())
         facts.identity = ident
         facts.thermal = heat

@@ -64,8 +64,8 @@ COLUMNS: list[Column] = [
     Column("weights", "", "weights used and their sha256: torchvision:<Enum>.<member> or a file name, then "
                           "'sha256:<16 hex>'; or random-init / from-onnx", str, "setup"),
     Column("threads_per_instance", "threads", "CPU threads given to each instance", int, "identity"),
-    Column("threads_note", "", "how threads_per_instance was chosen, e.g. 'auto: (2 cores - 1 kept for the "
-                               "harness) // 1 instance'", str, "setup"),
+    Column("threads_note", "", "how threads_per_instance was chosen, e.g. 'auto: 2 cores // 1 instance = 2 (the "
+                               "framework's default for one session)'", str, "setup"),
     Column("power_mode", "", "Jetson nvpmodel mode the row ran in, as nvpmodel -q named it after the switch "
                              "(only when power.modes sweeps it; system.json records the mode otherwise)", str, "identity"),
     Column("provider", "", "execution provider / engine actually used, e.g. CPUExecutionProvider", str, "backend"),

@@ -253,6 +253,8 @@ class _Run:
         if self.fault is not None:
             return self._failed()
 
+        if self.pool is not None:
+            self.pool.opened()  # what one worker took on its device, for the next row's memory check
         if self.pool is not None:  # spare warm workers finish importing before any window starts, and before the
             # first ready instance gives up on the start signal (barrier_timeout_s after it said ready)
             first_ready_ns = self.phase_seen_ns.get("first_ready", deadline)
@@ -402,6 +404,7 @@ class _Run:
         if self.pool is not None and self.key is not None:
             spawn = functools.partial(_spawn_warm, cfg, self.prepared.backend, self.child_env)
             workers = self.pool.take(self.key, cfg.placements, spawn, run_identity(cfg))
+            self.notes += self.pool.notes  # idle workers retired to make room on the device
         else:
             workers = [spawn_worker(len(g), cfg.threads_per_instance, self.child_env,
                                     f"edgebench-instance-{g[0]}" if len(g) == 1 else "edgebench-streams")

@@ -10,9 +10,10 @@ instance of the row starts. All N instances of the row are then started and trea
 A probe never costs the measured row: every part that fails (or a probe that dies or runs past its deadline)
 becomes a note the row states in its reason, and the row's other columns stand.
 
-`ProbeResult.key` says which inputs its results depend on; the pipeline reuses one result for every row with
-the same key (batches and instance counts of one model x precision x backend x option set), and the row's
-`probe` column names the row the result came from.
+`probe_key` says which inputs its results depend on; the pipeline reuses one result for every row with
+the same key (instance counts of one model x precision x backend x option set; batches too unless the probe profiles
+kernels or TensorRT layers, which differ per batch: issue 27), and the row's `probe` column names the row (and the
+batch) the result came from.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ def probe_wanted(cfg: RunConfig, accuracy_inputs: Any, layer_profile_runs: int =
 
 def probe_key(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any, layer_profile_runs: int = 0) -> tuple:
     """What a probe's results depend on: model file, backend, precision, option set, the first placement, the
-    accuracy inputs (by content), the profile steps. Not the batch or the instance count, except for a TensorRT
-    layer profile (one engine per batch)."""
+    accuracy inputs (by content), the profile steps. Not the instance count; not the batch either, except when the
+    probe profiles GPU kernels (a batch of 64 runs other kernels than a batch of 1: tensor_core_time_pct is the
+    row's own batch's) or TensorRT layers (one engine per batch)."""
     digest = hashlib.sha256()
     if isinstance(accuracy_inputs, dict):
         for name in sorted(accuracy_inputs):
@@ -75,7 +77,8 @@ def probe_key(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any, layer_pr
     elif accuracy_inputs is not None:
         digest.update(_array_bytes(accuracy_inputs))
     return (cfg.model, prepared.backend, prepared.model_path, cfg.precision, cfg.options, cfg.placements[0],
-            cfg.kernel_profile_steps, layer_profile_runs, cfg.batch if layer_profile_runs else None,
+            cfg.kernel_profile_steps, layer_profile_runs,
+            cfg.batch if layer_profile_runs or cfg.kernel_profile_steps > 0 else None,
             digest.hexdigest() if accuracy_inputs is not None else None)
 
 

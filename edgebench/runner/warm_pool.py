@@ -14,6 +14,17 @@ get processes of their own, so a repeat interval still samples process-to-proces
 one whose session did not close, or one found dead is retired, never reused. After a row, workers beyond what the
 block still needs are retired.
 Evidence that warm workers measure like fresh ones: benchmarks/warm_vs_fresh.py, docs/results/warm-vs-fresh.md.
+
+Device memory (issue 27: at 32 instances on an H100 idle workers kept from earlier rows still held GPU memory while
+fresh ones opened, and a row failed out of memory): before a row's workers open, the pool compares the free memory
+of each GPU the row uses (`free_mib`, NVML by default; a test injects a fake budget) with what the row's workers
+will take there: their count times the most one worker of this key took when a row opened (measured: free memory
+when the row was handed its workers minus free memory once every instance was ready, per worker, `opened`; from a
+row during whose start no other worker was still starting where there is one, else an upper bound), with a
+margin. While it does not fit, idle workers the row does not use are retired (those that ran rows first), and the
+pool starts no spares for that key while memory is short; the row's note says what was retired and why. A row
+thus never fails from memory its own harness holds idle. Placements without device memory (cpu, dla) are not
+checked.
 """
 
 from __future__ import annotations
@@ -27,11 +38,14 @@ from typing import TYPE_CHECKING, Any
 from edgebench.runner import child_process
 from edgebench.runner.messages import Error, Exit, Primed
 from edgebench.runner.worker_proc import WorkerProc
+from edgebench.telemetry.nvml import free_memory_mib
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config.run_config import RunConfig
 
 RETIRE_GRACE_S = 2.0  # a retired worker gets this long to leave after Exit, then SIGKILL
+MEMORY_MARGIN = 1.15  # a row's workers are assumed to need this much more than the most one took when it opened
+MEMORY_HEADROOM_MIB = 256.0  # and this much on top, per device (allocator rounding, the CUDA runtime's own)
 
 
 def run_identity(cfg: RunConfig) -> str:
@@ -78,13 +92,25 @@ def block_needs(cfgs: Sequence[RunConfig | None]) -> list[int]:
 class WarmPool:
     """Idle warm workers of one pool key, handed to rows and taken back."""
 
-    def __init__(self, sizes: Mapping[tuple[Any, ...], int] | None = None) -> None:
+    def __init__(self, sizes: Mapping[tuple[Any, ...], int] | None = None,
+                 free_mib: Callable[[str], float | None] = free_memory_mib) -> None:
         self.sizes = dict(sizes or {})  # pool key -> the most workers the key's block of rows ahead needs
         self.key: tuple[Any, ...] | None = None
         self.idle: list[WorkerProc] = []
         self.busy: list[WorkerProc] = []
         self.spawned = 0  # processes started over the pool's life (tests and the benchmark read it)
         self.identity = ""  # run_identity of the row in flight
+        self.free_mib = free_mib  # placement -> free device memory in MiB, None where it does not apply
+        self.worker_mib: dict[tuple[tuple[Any, ...], str], float] = {}  # (key, device) -> most one worker took
+        # the same from rows during whose start no other worker of the pool was starting (importing, maybe making a
+        # CUDA context): exact; worker_mib counts those too (an upper bound), and is used only until this has one
+        self.clean_mib: dict[tuple[tuple[Any, ...], str], float] = {}
+        self.clean_take = False  # the row in flight started while every other worker of the pool was primed
+        self.short: set[tuple[Any, ...]] = set()  # keys for which memory was short: no spares started for them
+        self.free_at_take: dict[str, float] = {}  # device -> free MiB before the row in flight opened
+        self.row_devices: dict[str, int] = {}  # device -> workers of the row in flight there
+        self.retired_for_memory = 0  # over the pool's life (tests read it)
+        self.notes: list[str] = []  # what the pool did to the row in flight (its notes)
 
     def expect(self, key: tuple[Any, ...], workers: int) -> None:
         """The rows ahead of this key (its block of consecutive rows) need at most `workers` processes."""
@@ -99,6 +125,11 @@ class WarmPool:
         dead = [w for w in self.idle if w.proc.exitcode is not None]
         self.idle = [w for w in self.idle if w not in dead]
         retire(dead)
+        self.notes = []
+        self.row_devices = {}
+        for placement in placements:
+            device = device_of(placement)
+            self.row_devices[device] = self.row_devices.get(device, 0) + 1
         chosen: list[WorkerProc] = []
         self.busy = chosen  # as each is chosen: a spawn() that raises leaves nothing unaccounted for
         for placement in placements:
@@ -112,9 +143,71 @@ class WarmPool:
                 self.idle.remove(match)
             match.placement = placement
             chosen.append(match)
+        self._make_room(key)
+        before = self.spawned
+        self.clean_take = all(w.primed for w in self.idle)
         self._fill(self.sizes.get(key, 0) - len(chosen), spawn)
+        self.clean_take = self.clean_take and self.spawned == before
+        self.free_at_take = self._free_now()
         self.identity = identity
         return chosen
+
+    def _free_now(self) -> dict[str, float]:
+        """device -> free MiB, for the devices of the row in flight that have device memory to read."""
+        out = {}
+        for device in self.row_devices:
+            free = self.free_mib(device)
+            if free is not None:
+                out[device] = free
+        return out
+
+    def _need_mib(self, key: tuple[Any, ...], device: str) -> float | None:
+        per_worker = self.clean_mib.get((key, device), self.worker_mib.get((key, device)))
+        if per_worker is None:
+            return None
+        return self.row_devices[device] * per_worker * MEMORY_MARGIN + MEMORY_HEADROOM_MIB
+
+    def _make_room(self, key: tuple[Any, ...]) -> None:
+        """Retire idle workers the row does not use while a device cannot hold the row's workers opening."""
+        for device in self.row_devices:
+            need = self._need_mib(key, device)
+            if need is None:
+                continue
+            free = self.free_mib(device)
+            if free is None or free >= need:
+                continue
+            self.short.add(key)
+            before, gone = free, 0
+            # those that ran rows first (they may hold an allocator's cache), then never-used spares
+            order = sorted(self.idle, key=lambda w: -w.rows)
+            while order and (free is None or free < need):
+                w = order.pop(0)
+                self.idle.remove(w)
+                retire([w])
+                gone += 1
+                free = self.free_mib(device)
+            self.retired_for_memory += gone
+            self.notes.append(
+                f"warm pool: {device} had {before:.0f} MiB free and this row's {self.row_devices[device]} worker(s) "
+                f"need ~{need:.0f} MiB ({self.clean_mib.get((key, device), self.worker_mib[(key, device)]):.0f} "
+                f"MiB each when a row of this "
+                f"configuration opened, x{MEMORY_MARGIN:g} + {MEMORY_HEADROOM_MIB:g}); retired {gone} idle "
+                f"worker(s) first ({'unknown' if free is None else f'{free:.0f} MiB'} free after)")
+
+    def opened(self) -> None:
+        """Every instance of the row in flight is ready (sessions open, warmed up): note what one worker took on each
+        device, (free before the row - free now) / its workers there; the most seen for the key is kept."""
+        if self.key is None:
+            return
+        for device, before in self.free_at_take.items():
+            now = self.free_mib(device)
+            if now is None or not self.row_devices.get(device):
+                continue
+            per_worker = max(0.0, before - now) / self.row_devices[device]
+            k = (self.key, device)
+            self.worker_mib[k] = max(self.worker_mib.get(k, 0.0), per_worker)
+            if self.clean_take:
+                self.clean_mib[k] = max(self.clean_mib.get(k, 0.0), per_worker)
 
     def prewarm(self, key: tuple[Any, ...], instances: int, spawn: Callable[[], WorkerProc]) -> None:
         """Start the workers a new key needs now (they import their framework while the row's probe runs); take()
@@ -131,6 +224,11 @@ class WarmPool:
 
     def _fill(self, idle: int, spawn: Callable[[], WorkerProc]) -> None:
         """Start workers until `idle` of them are idle."""
+        if self.key in self.short:
+            return
+        self._fill_now(idle, spawn)
+
+    def _fill_now(self, idle: int, spawn: Callable[[], WorkerProc]) -> None:
         while len(self.idle) < idle:
             self.idle.append(self._spawn(spawn))
 
@@ -191,6 +289,14 @@ class WarmPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def device_of(placement: str) -> str:
+    """The device whose memory a placement uses: 'cuda' and 'gpu' are GPU 0 ('cuda:0'), others as given."""
+    kind, _, index = placement.partition(":")
+    if kind in ("cuda", "gpu"):
+        return f"cuda:{index or 0}"
+    return placement
 
 
 def retire(workers: Sequence[WorkerProc]) -> None:

@@ -21,6 +21,7 @@ are read against the sampler loop that produces them.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -125,6 +126,28 @@ def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = N
         if device not in out:
             out.append(device)
     return out or [0]
+
+
+def free_memory_mib(placement: str, nvml: Any = None) -> float | None:
+    """Free memory in MiB of the GPU `placement` names (cuda:N / gpu:N, mapped as gpu_devices maps it), from NVML;
+    None for a placement that names no CUDA GPU, or when NVML cannot say (not installed, no driver, an error)."""
+    if placement.partition(":")[0] not in ("cuda", "gpu"):
+        return None
+    device = gpu_devices([placement])[0]
+    try:
+        nvml = nvml or _import_nvml()
+        nvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML: the caller goes on without the figure
+        return None
+    try:
+        handle = (nvml.nvmlDeviceGetHandleByIndex(device) if isinstance(device, int)
+                  else nvml.nvmlDeviceGetHandleByUUID(device))
+        return float(nvml.nvmlDeviceGetMemoryInfo(handle).free) / 2**20
+    except Exception:  # noqa: BLE001 - NVMLError and its subclasses
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
 
 
 def list_gpus(nvml: Any = None) -> list[dict[str, Any]]:

@@ -230,7 +230,7 @@ def run_fake_sweep(board: Board, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     prof = profile({"modes": modes, "allow_changes": True, "settle_s": 0.0})
     planned = expand(prof, Env.detect())
 
-    def fake_execute(cfg, profile, models, row_dir, idle_power_w=None, pool=None):
+    def fake_execute(cfg, profile, models, row_dir, idle_power_w=None, pool=None, since_s=None):
         return RowFacts(verdict=Verdict(judged=("ok", f"ran in {board.state()['modes'][str(board.state()['mode'])]}")))
 
     monkeypatch.setattr(sweep, "execute", fake_execute)

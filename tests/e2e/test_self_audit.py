@@ -8,6 +8,7 @@ import csv
 import gzip
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -112,3 +113,36 @@ def test_the_call_path_ab_runs_every_variant_on_a_real_session(tiny_onnx, tmp_pa
                                     "eb_options+bare_loop", "measure_no_stores"}
     assert all(v["cpu_ns"] > 0 and v["wall_ns"] > 0 for v in rec["variants"].values())
     assert rec["variants"]["bare"]["cpu_diff_ns"] == [0.0, 0.0, 0.0]  # the reference against itself
+
+
+def test_the_bare_loop_uses_edgebenchs_session_options_and_reports_them(tiny_onnx, tmp_path):
+    """Issue 27: the audit compares equal settings. The bare loop's ORT session must have the options edgebench's
+    session has (read back from both sessions), and --threads 0 must leave the framework's default threads."""
+    import onnxruntime as ort
+
+    from edgebench.backends.base import Placement, Prepared
+    from edgebench.backends.ort import OrtSession
+    from edgebench.backends.torch_backend import OPTION_DEFAULTS
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OMP_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bare_loop.py"), "--framework", "ort",
+                           "--onnx", str(tiny_onnx.path), "--threads", "0", "--warmup-s", "0.05",
+                           "--duration-s", "0.1"], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    settings = json.loads(proc.stdout.strip().splitlines()[-1])["settings"]
+    assert settings["intra_op_num_threads"] == "default (0)" and settings["thread_env"] == {}
+
+    prepared = Prepared(backend="ort", model_path=str(tiny_onnx.path), inputs=(), batch=1, precision="fp32")
+    mine = OrtSession(prepared, Placement(device="cpu", instance=0, threads=2))._sess.get_session_options()
+    modes = {ort.ExecutionMode.ORT_SEQUENTIAL: "ORT_SEQUENTIAL", ort.ExecutionMode.ORT_PARALLEL: "ORT_PARALLEL"}
+    levels = {ort.GraphOptimizationLevel.ORT_ENABLE_ALL: "ORT_ENABLE_ALL",
+              ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED: "ORT_ENABLE_EXTENDED",
+              ort.GraphOptimizationLevel.ORT_ENABLE_BASIC: "ORT_ENABLE_BASIC",
+              ort.GraphOptimizationLevel.ORT_DISABLE_ALL: "ORT_DISABLE_ALL"}
+    assert settings["inter_op_num_threads"] == mine.inter_op_num_threads
+    assert settings["execution_mode"] == modes[mine.execution_mode]
+    assert settings["graph_optimization_level"] == levels[mine.graph_optimization_level]
+    # torch: the bare loop turns cudnn.benchmark on because edgebench's torch option defaults to it
+    text = (REPO / "benchmarks" / "bare_loop.py").read_text()
+    assert OPTION_DEFAULTS["cudnn_benchmark"] is True and "torch.backends.cudnn.benchmark = True" in text
+    assert "torch.cuda.set_stream(stream)" in text and "stream.synchronize()" in text

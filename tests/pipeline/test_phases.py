@@ -32,12 +32,13 @@ def test_runner_without_per_instance_phases_keeps_its_load_warmup_lump():
     assert rec["load_warmup"] == 2.0 and rec["window"] == 1.0 and rec["runner_other"] < 1e-6
 
 
-def test_auto_threads_keep_a_core_for_the_harness_and_say_so():
+def test_auto_threads_are_what_a_users_own_session_gets_and_say_so():
     prof = load_profile("host")
-    assert threads_for(prof, 1, 2) == 1  # make bench on this 2-core machine: one core left to the harness
-    assert threads_for(prof, 1, 16) == 15 and threads_for(prof, 2, 16) == 7 and threads_for(prof, 4, 2) == 1
-    assert threads_for(prof, 1, 1) == 1
-    assert threads_note(prof, 1, 2, 1) == "auto: (2 cores - 1 kept for the harness) // 1 instance = 1"
-    assert threads_note(prof, 2, 2, 1).endswith("= 1 (the instances share the harness's core)")
+    assert threads_for(prof, 1, 2) == 2  # one instance on this 2-core machine: every core, as ORT/torch default
+    assert threads_for(prof, 1, 16) == 16 and threads_for(prof, 2, 16) == 8 and threads_for(prof, 4, 2) == 1
+    assert threads_for(prof, 3, 16) == 5 and threads_for(prof, 1, 1) == 1
+    assert threads_note(prof, 1, 2, 2) == "auto: 2 cores // 1 instance = 2 (the framework's default for one session)"
+    assert threads_note(prof, 2, 16, 8) == "auto: 16 cores // 2 instances = 8, cores split across instances"
+    assert threads_note(prof, 4, 2, 1).endswith("= 1, cores split across instances (the instances share cores)")
     fixed = prof.with_overrides("run", threads_per_instance=4)
     assert threads_for(fixed, 1, 2) == 4 and threads_note(fixed, 1, 2, 4) == "run.threads_per_instance: 4"

@@ -18,8 +18,8 @@ def test_host_profile_expands_with_fp16_skipped_with_reason():
     assert fp16 and all(p.skip_reason and "float16" in p.skip_reason for p in fp16)
     runnable = [p for p in planned if p.skip_reason is None]
     assert {p.cfg.precision for p in runnable} == {"fp32", "int8"}
-    # threads auto: the cores minus one kept for the harness, split between instances (issue 19; was (1, 4), (2, 2))
-    assert {(p.cfg.instances, p.cfg.threads_per_instance) for p in runnable} == {(1, 3), (2, 1)}
+    # threads auto: the cores split between instances, every core for one (issue 27; issue 19 kept one: (1, 3), (2, 1))
+    assert {(p.cfg.instances, p.cfg.threads_per_instance) for p in runnable} == {(1, 4), (2, 2)}
     text = describe(planned)
     assert f"{len(planned)} configurations: {len(runnable)} to run, {len(fp16)} skipped" in text
     assert text.count("SKIP:") == len(fp16)

@@ -146,6 +146,24 @@ def test_probe_key_ignores_batch_and_instances_but_not_inputs_options_or_placeme
     assert probe_key(make_cfg(1, batch=1), p, x, 3) != probe_key(make_cfg(1, batch=8), p, x, 3)
 
 
+def test_a_kernel_profile_runs_once_per_precision_and_batch(tmp_path):
+    x = np.ones((3, *SAMPLE_SHAPE), np.float32)
+    p = prepared_for("null")
+    b1 = probe_key(make_cfg(1, batch=1, kernel_profile_steps=3), p, x)
+    assert b1 != probe_key(make_cfg(1, batch=64, kernel_profile_steps=3), p, x)  # issue 27: b1's figure was reused
+    assert b1 == probe_key(make_cfg(4, batch=1, kernel_profile_steps=3), p, x)  # instance counts still share it
+    assert b1 != probe_key(make_cfg(1, batch=1, kernel_profile_steps=3, precision="int8"), p, x)
+    cache: dict = {}
+    first = row_probe(make_cfg(1, batch=2, kernel_profile_steps=2), prepared_for("null"), None, cache,
+                      tmp_path / "0000-aaaa")
+    same_batch = row_probe(make_cfg(2, batch=2, kernel_profile_steps=2), prepared_for("null"), None, cache,
+                           tmp_path / "0001-bbbb")
+    other = row_probe(make_cfg(1, batch=8, kernel_profile_steps=2), prepared_for("null", 8), None, cache,
+                      tmp_path / "0002-cccc")
+    assert first is not None and same_batch is first and other is not None and other is not first
+    assert other.batch == 8 and other.label == f"row 2 (batch 8, pid {other.pid})" and other.pid != first.pid
+
+
 def test_one_probe_serves_every_batch_and_the_row_says_which(tmp_path):
     cache: dict = {}
     x = np.ones((3, *SAMPLE_SHAPE), np.float32)
