@@ -51,6 +51,8 @@ PROFILE_SCHEMA: dict[str, dict[str, Field]] = {
         "option_sets": Field("list[map]", None, doc="backend option sets, e.g. [{}, {cuda_graph: true}]; each is a row"),
         "shapes": Field("map|none", None, doc="per model, input shapes in trtexec form for symbolic axes, "
                                               "e.g. {detector: 'images:1x3x320x320'}"),
+        "values": Field("map|none", None, doc="fixed input values by input name, {sr: 16000} (--value sr:16000): "
+                                              "every model of the sweep with that input is fed the constant"),
     },
     "run": {
         "warmup_s": Field("float", 1.0, minimum=0.0),
@@ -153,6 +155,8 @@ MODEL_SCHEMA: dict[str, Field] = {
     "batch_axis": Field("map|none", None, doc="source onnx: batch axis per input name (an int, or none: no batch "
                                               "axis, fed as is at every batch); default: found from the graph"),
     "data": Field("str|none", None, doc=".npz (one array per input name) or folder of them: accuracy + calibration"),
+    "values": Field("map|none", None, doc="fixed input values, {name: number} (e.g. {sr: 16000}): that input is the "
+                                          "constant in every feed (timing, calibration, accuracy)"),
     "input_dtype": Field("str", "float32", choices=DTYPES),
     "output_name": Field("str", "output"),
     "num_classes": Field("int", 1000, minimum=1),

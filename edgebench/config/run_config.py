@@ -42,6 +42,7 @@ class RunConfig:
     rate_hz: float | None = None  # open loop: arrivals per second per instance (stream); None = closed loop
     gpu_sharing: str = "time-slicing"  # "mps": the row's instances run under an edgebench-started MPS daemon
     slo_ms: float | None = None  # a probe of an SLO search: the row says whether its p99 stayed under this
+    input_values: tuple[tuple[str, Any], ...] = ()  # fixed input values (--value, a spec's values:), sorted
 
     def __post_init__(self) -> None:
         if self.batch < 1:
@@ -77,6 +78,7 @@ class RunConfig:
         d = asdict(self)
         d["placements"] = list(self.placements)
         d["options"] = dict(self.options)
+        d["input_values"] = dict(self.input_values)
         return d
 
     def config_hash(self) -> str:
@@ -90,6 +92,8 @@ class RunConfig:
             d.pop("gpu_sharing", None)
         if d.get("slo_ms") is None:
             d.pop("slo_ms", None)
+        if not d.get("input_values"):  # likewise rows without fixed input values; two values are two configs
+            d.pop("input_values", None)
         payload = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -100,6 +104,7 @@ class RunConfig:
         load = f"/rate={self.rate_hz:g}" if self.rate_hz is not None else ""
         load += f"/slo={self.slo_ms:g}ms" if self.slo_ms is not None else ""
         load += "/mps" if self.gpu_sharing == "mps" else ""
+        load += "".join(f"/{k}={v}" for k, v in self.input_values)
         return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"
                 f"{opts}{pm}{load}{rep}")
 

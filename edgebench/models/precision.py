@@ -34,10 +34,12 @@ from edgebench.models.inputs import (
     batches_of,
     load_data,
     parse_batch_axes,
+    parse_values,
     parse_vocab,
     resolve,
     sample_count,
     vocab_from,
+    with_values,
 )
 from edgebench.models.int8_graph import check_loads, custom_domain_nodes, first_line, opset_for_qdq
 from edgebench.models.int8_host import int8_reduce_range
@@ -190,6 +192,42 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     return cache.get_or_build(kind="int8", inputs=inputs, filename=f"{spec.name}.int8.onnx", build=build)
 
 
+def nothing_quantized(artifact: ModelArtifact) -> str | None:
+    """Why an int8 artifact is no int8 model: its sidecar counts 0 QuantizeLinear and 0 DequantizeLinear nodes (the
+    quantizer found no op it quantizes), so a row run from it would be the fp32 graph labelled int8. None when it
+    has Q/DQ nodes, or its sidecar does not count them (a file from before the count existed)."""
+    qdq = artifact.sidecar.get("qdq_nodes") if isinstance(artifact.sidecar, dict) else None
+    if not isinstance(qdq, dict) or qdq.get("QuantizeLinear", 1) or qdq.get("DequantizeLinear", 1):
+        return None
+    ops = _op_types(artifact.onnx_path)
+    return (f"nothing quantized (0 Q/DQ nodes): ONNX Runtime's QDQ quantizer found no op it quantizes in this graph "
+            f"({'ops: ' + ops if ops else 'its ops are unknown'}), so the int8 file computes in fp32 and a row from "
+            "it would be fp32 labelled int8; measure fp32, or quantize the model with a tool that handles these ops "
+            "and run that file with --onnx")
+
+
+def _op_types(path: str) -> str:
+    """'GRU x2, If, MatMul': the graph's op types with counts (subgraphs included), most frequent first, at most 8."""
+    from collections import Counter
+
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - an unreadable file: the reason says the ops are unknown
+        return ""
+    counts: Counter[str] = Counter()
+    graphs = [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            counts[node.op_type] += 1
+            graphs.extend(a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
+    top = counts.most_common(8)
+    more = ", ..." if len(counts) > len(top) else ""
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in top) + more
+
+
 def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
     """quant_pre_process (symbolic shape inference + ORT graph optimization) when it works, else src."""
     try:
@@ -261,22 +299,31 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
 def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tuple[int, ...]] | None = None,
               vocab: str | int | dict[str, int] | None = None, data: str | None = None,
               shapes_source: str = "--shapes", batch_axis: str | Mapping[str, Any] | None = None,
-              axes_source: str = "--batch-axis") -> ModelSpec:
+              axes_source: str = "--batch-axis", values: str | Mapping[str, Any] | None = None,
+              values_source: str = "--value") -> ModelSpec:
     """A ModelSpec (source "onnx") for an external ONNX file, so it goes through the same precision pipeline.
 
     Every input is resolved from the graph (edgebench.models.inputs.resolve): symbolic axes besides the batch need
-    `shapes` (trtexec form), token-id inputs need `vocab`. dynamic_batch is False when the graph fixes the
-    batch (then graph_batch says which); errors name the input and axis."""
+    `shapes` (trtexec form), token-id inputs need `vocab`, or a fixed value in `values` ('sr:16000'; a scalar
+    integer input with neither takes its value from `data` when that holds it). dynamic_batch is False when the
+    graph fixes the batch (then graph_batch says which); errors name the input and axis."""
 
     info = inspect_onnx(path)
     shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
     vocab_map = parse_vocab(vocab)
     axes = parse_batch_axes(batch_axis, axes_source)
+    fixed = parse_values(values, values_source)
     plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
-                   vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source)
+                   vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source, values=fixed,
+                   values_source=values_source)
     inputs = plan.inputs
-    if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
-        inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
+    if data and any(d.role == "tokens" and d.vocab is None and d.value is None for d in inputs):
+        real = load_data(data, inputs)
+        # a scalar integer (a sample rate) with no vocabulary or value: the data's value, in every feed (timing too)
+        scalars = {d.name: real[d.name].item() for d in inputs
+                   if d.role == "tokens" and d.vocab is None and d.value is None and not d.shape and d.batch_axis is None}
+        inputs = vocab_from(with_values(inputs, scalars, str(path), data), real, f"{data}")
+        fixed = {**fixed, **scalars}
     num_classes = _output_classes(path)
     return ModelSpec(
         name=name or Path(path).stem,
@@ -295,6 +342,7 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
         data=data,
         graph_batch=plan.fixed_batch,
         batch_axis=axes or None,
+        values=fixed or None,
     )
 
 
@@ -310,8 +358,11 @@ def _output_classes(path: str) -> int | None:
     return None
 
 
-def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes") -> ModelSpec:
-    """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`).
+def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes",
+                  values: Mapping[str, Any] | None = None, values_source: str = "sweep.values") -> ModelSpec:
+    """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`) and its
+    fixed input values (the spec's `values:`, then `values`: the sweep's / --value, applied to the inputs the model
+    has; a name it lacks is left for the caller to check across the sweep's models).
 
     source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph, unless the spec lists
     `inputs:` (its single-input keys never overrode the graph). Exported models (torchvision/builtin) fix every axis but the batch, so
@@ -319,12 +370,17 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
     import dataclasses
 
 
+    values = dict(values or {})
     if spec.source == "onnx":
         if spec.inputs and not shapes:
-            return spec
+            return _with_sweep_values(spec, values, values_source)
+        names = {g.name for g in inspect_onnx(str(spec.onnx_path)).inputs} if values else set()
+        own = {k: v for k, v in values.items() if k in names}
         got = onnx_spec(str(spec.onnx_path), spec.name, shapes=shapes or spec.shapes, vocab=spec.vocab,
                         data=spec.data, shapes_source=shapes_source if shapes else f"{spec.spec_file}: shapes",
-                        batch_axis=spec.batch_axis, axes_source=f"{spec.spec_file}: batch_axis")
+                        batch_axis=spec.batch_axis, axes_source=f"{spec.spec_file}: batch_axis",
+                        values={**(spec.values or {}), **own},
+                        values_source=values_source if own else f"{spec.spec_file}: values")
         return dataclasses.replace(
             got, description=spec.description or got.description, spec_file=spec.spec_file or got.spec_file,
             parity_atol=spec.parity_atol, weights=spec.weights,
@@ -335,4 +391,15 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
         resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.inputs},
                 source=f"model {spec.name}", shapes_source=shapes_source,
                 batch_axis={d.name: d.batch_axis for d in spec.inputs})
-    return spec
+    return _with_sweep_values(spec, values, values_source)
+
+
+def _with_sweep_values(spec: ModelSpec, values: Mapping[str, Any], source: str) -> ModelSpec:
+    """`values` set on the inputs of `spec` that it has (recorded in spec.values, so the export/cache keys differ)."""
+    import dataclasses
+
+    own = {k: v for k, v in values.items() if k in {d.name for d in spec.inputs}}
+    if not own:
+        return spec
+    return dataclasses.replace(spec, inputs=with_values(spec.inputs, own, f"model {spec.name}", source),
+                               values={**(spec.values or {}), **own})

@@ -14,6 +14,7 @@ from edgebench.config.run_config import RunConfig
 from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.models.inputs import sample_count
+from edgebench.models.precision import nothing_quantized
 from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
@@ -56,6 +57,10 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         models.fp32(spec)  # the exported (or given) fp32 ONNX, cached by content hash
     with clock("precision"):
         artifact = facts.artifact = models.variant(spec, cfg.precision)
+    if cfg.precision == "int8" and cfg.option("int8_calibration") != "entropy":  # (entropy: TensorRT calibrates)
+        if (why := nothing_quantized(artifact)) is not None:  # never an fp32 graph labelled int8
+            facts.verdict.skip_reason = why
+            return facts
     with clock("prepare"):
         backend = get_backend(cfg.backend)
         prepared = facts.prepared = backend.prepare(cfg, artifact, models.artifacts)
