@@ -265,7 +265,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
     if not saved.exists():
         raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
     profile = load_profile(str(saved))
-    planned = expand(profile, env, resumed_threads=resumed_threads(run_dir), input_values=check_model_inputs(profile))
+    planned = planned_with_values(profile, env, resumed_threads=resumed_threads(run_dir))
     if args.dry_run:  # read only: no lock, no repair of results.csv, nothing measured
         done = ResultsStore(run_dir).done_hashes()
         todo = sum(1 for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done)
@@ -292,7 +292,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _resume(args, env)
 
     profile = with_values(apply_overrides(load_profile(args.device or "host"), args), args.value)
-    planned = expand(profile, env, input_values=check_model_inputs(profile))
+    planned = planned_with_values(profile, env)
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
@@ -306,6 +306,14 @@ def with_values(profile: Any, text: str | None) -> Any:
     if not text:
         return profile
     return profile.with_overrides("sweep", values={**(profile.sweep.get("values") or {}), **parse_values(text)})
+
+
+def planned_with_values(profile: Any, env: Any, **kw: Any) -> list:
+    """The plan, its errors (unknown model, backend) first, then the models' inputs checked; configs carry each
+    model's fixed input values."""
+    planned = expand(profile, env, **kw)
+    values = check_model_inputs(profile)
+    return expand(profile, env, input_values=values, **kw) if any(values.values()) else planned
 
 
 def check_model_inputs(profile: Any) -> dict[str, dict[str, Any]]:

@@ -192,42 +192,6 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     return cache.get_or_build(kind="int8", inputs=inputs, filename=f"{spec.name}.int8.onnx", build=build)
 
 
-def nothing_quantized(artifact: ModelArtifact) -> str | None:
-    """Why an int8 artifact is no int8 model: its sidecar counts 0 QuantizeLinear and 0 DequantizeLinear nodes (the
-    quantizer found no op it quantizes), so a row run from it would be the fp32 graph labelled int8. None when it
-    has Q/DQ nodes, or its sidecar does not count them (a file from before the count existed)."""
-    qdq = artifact.sidecar.get("qdq_nodes") if isinstance(artifact.sidecar, dict) else None
-    if not isinstance(qdq, dict) or qdq.get("QuantizeLinear", 1) or qdq.get("DequantizeLinear", 1):
-        return None
-    ops = _op_types(artifact.onnx_path)
-    return (f"nothing quantized (0 Q/DQ nodes): ONNX Runtime's QDQ quantizer found no op it quantizes in this graph "
-            f"({'ops: ' + ops if ops else 'its ops are unknown'}), so the int8 file computes in fp32 and a row from "
-            "it would be fp32 labelled int8; measure fp32, or quantize the model with a tool that handles these ops "
-            "and run that file with --onnx")
-
-
-def _op_types(path: str) -> str:
-    """'GRU x2, If, MatMul': the graph's op types with counts (subgraphs included), most frequent first, at most 8."""
-    from collections import Counter
-
-    import onnx
-
-    try:
-        proto = onnx.load(str(path), load_external_data=False)
-    except Exception:  # noqa: BLE001 - an unreadable file: the reason says the ops are unknown
-        return ""
-    counts: Counter[str] = Counter()
-    graphs = [proto.graph]
-    while graphs:
-        graph = graphs.pop()
-        for node in graph.node:
-            counts[node.op_type] += 1
-            graphs.extend(a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
-    top = counts.most_common(8)
-    more = ", ..." if len(counts) > len(top) else ""
-    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in top) + more
-
-
 def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
     """quant_pre_process (symbolic shape inference + ORT graph optimization) when it works, else src."""
     try:

@@ -14,7 +14,7 @@ from edgebench.config.run_config import RunConfig
 from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.models.inputs import sample_count
-from edgebench.models.precision import nothing_quantized
+from edgebench.models.int8_graph import nothing_quantized
 from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
@@ -58,7 +58,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     with clock("precision"):
         artifact = facts.artifact = models.variant(spec, cfg.precision)
     if cfg.precision == "int8" and cfg.option("int8_calibration") != "entropy":  # (entropy: TensorRT calibrates)
-        if (why := nothing_quantized(artifact)) is not None:  # never an fp32 graph labelled int8
+        if (why := nothing_quantized(artifact.sidecar, artifact.onnx_path)) is not None:  # never an fp32 graph labelled int8
             facts.verdict.skip_reason = why
             return facts
     with clock("prepare"):

@@ -8,10 +8,10 @@ import shutil
 import odd_models
 import pytest
 import yaml
+from repo_paths import REPO
 
 import edgebench.models.spec as spec_module
 from edgebench.cli import main
-from repo_paths import REPO
 
 
 @pytest.fixture
