@@ -384,6 +384,15 @@ def no_vocabulary(g: GraphInput, source: str) -> str:
             f"--value {g.name}:V")
 
 
+def random_scalars_note(inputs: Iterable[InputDesc]) -> str:
+    """For a failed row: the scalar integer inputs drawn at random (--vocab, no --value), which may have taken a
+    branch the model never takes in use; '' when there are none."""
+    drawn = [d for d in inputs if d.role == "tokens" and d.value is None and d.vocab and not d.shape
+             and d.batch_axis is None]
+    return "; ".join(f"scalar input '{d.name}' was drawn at random from [0, {d.vocab}): if it selects a path (a "
+                     f"sample rate), fix it with --value {d.name}:V" for d in drawn)
+
+
 def _dims_text(dims: tuple[int | str | None, ...]) -> str:
     if not dims:
         return "[] (a scalar)"

@@ -13,7 +13,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
-from edgebench.models.inputs import sample_count
+from edgebench.models.inputs import random_scalars_note, sample_count
 from edgebench.models.int8_graph import nothing_quantized
 from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
@@ -91,7 +91,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     facts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
     if outcome.status != "ok":
-        facts.verdict.failure = outcome.reason
+        facts.verdict.failure = "; ".join(r for r in (outcome.reason, random_scalars_note(prepared.inputs)) if r)
         return _written(facts, cfg, row_dir, outcome, labelled, clock)
     results_t0 = time.monotonic()
 

@@ -200,6 +200,8 @@ def test_voice_activity_without_a_value_is_refused_in_one_line_and_random_sr_fai
                "--out", str(tmp_path / "random"))
     row = one_row(tmp_path / "random")  # sr drawn at random: the 8 kHz path, which a 64-sample chunk breaks
     assert row["status"] == "failed" and "Reshape" in row["reason"]
+    assert ("; scalar input 'sr' was drawn at random from [0, 16001): if it selects a path (a sample rate), fix it "
+            "with --value sr:V" in row["reason"])
 
 
 def test_int8_that_quantized_nothing_is_skipped_with_why(env, profile, files, tmp_path):
