@@ -42,7 +42,7 @@ bench: setup
 
 test: setup test-deps
 	$(BIN)/ruff check edgebench tests benchmarks
-	VENV=$(VENV) tools/typecheck_trt.sh
+	VENV=$(VENV) tools/typecheck.sh
 	set -f; $(BIN)/python -m pytest -q -rs $$ARGS
 
 # tests/remote/test_remote.py starts a real OpenSSH server on 127.0.0.1: install it (and rsync) when missing and

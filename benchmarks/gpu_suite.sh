@@ -26,7 +26,7 @@ bench() {  # bench NAME ARGS... : start or resume the run folder $RUNS/NAME, cop
   fi
   dir=$(ls -d "$RUNS/$name"/*/ | head -1)
   cp "$dir/results.csv" "$OUT/$name-results.csv"
-  python3 -m edgebench report "$dir" --out "$OUT/$name-report" >/dev/null && cp "$OUT/$name-report/speedup.md" "$OUT/$name-speedup.md"
+  python3 -m edgebench report "$dir" --out "$OUT/$name-report" >/dev/null && cp "$OUT/$name-report/tables/speedup.md" "$OUT/$name-speedup.md"
   rm -rf "$OUT/$name-report"
 }
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from edgebench import __version__
 from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
 from edgebench.backends.base import Env
 from edgebench.commands.best import add_best_arguments
@@ -22,18 +24,31 @@ from edgebench.commands.console import progress_line, slo_table, start_line, sum
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
     EXIT_DISK_FULL,
+    EXIT_NOTHING_MEASURED,
     EXIT_PARTIAL,
+    OneLineParser,
     add_accuracy_arguments,
     add_bench_arguments,
     add_load_options,
+    add_window_options,
     apply_accuracy,
     apply_overrides,
     csv_list,
     load_overrides,
+    nothing_to_measure,
     positive_int,
     seconds,
+    window_overrides,
 )
-from edgebench.config.profile import Profile, list_profiles, load_profile
+from edgebench.commands.progress import (
+    SweepProgress,
+    describe_estimate,
+    duration_text,
+    estimate_range,
+    fitted,
+    p99_note,
+)
+from edgebench.config.profile import list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
 from edgebench.errors import DiskFullError, EdgebenchError, ModelError
@@ -43,14 +58,15 @@ from edgebench.models.inputs import load_data, parse_values
 from edgebench.models.inputs import with_values as with_values_of
 from edgebench.models.precision import onnx_spec, resolved_spec
 from edgebench.models.spec import load_model_spec
+from edgebench.pipeline.estimate import estimate
 from edgebench.pipeline.idle import idle_baseline
 from edgebench.pipeline.model_cache import ModelCache
+from edgebench.pipeline.phases import phase_listener
 from edgebench.pipeline.plan import describe, expand
 from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
 from edgebench.remote.command import main as remote_main
 from edgebench.report.answer import bench_answer, best_text
-from edgebench.report.speedup import per_run_speedup_rows, read_rows, speedup_rows, to_markdown, write_csv
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
 from edgebench.results.confine import check_run_folder
@@ -58,21 +74,25 @@ from edgebench.results.reader import read_cells
 from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
 from edgebench.results.runs import load_run
-from edgebench.results.store import ResultsStore
+from edgebench.results.store import ResultsStore, judged_by_retired_rule
 from edgebench.runner.workdirs import remove_stale_workdirs
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
-                    "repeats", "out", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
+                    "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing", "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples", "value")
+# --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
+RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "
+                     "again, judged per metric (a percentile too few inferences back is empty, the row valid)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="edgebench",
         description="How fast, how power-hungry and how accurate a DNN is on an edge device.",
     )
+    p.add_argument("--version", action="version", version=f"edgebench {__version__}")
     p.add_argument("--cache", help="artifact cache folder (default $EDGEBENCH_CACHE or ~/.cache/edgebench)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -101,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--placement", default=None, help="device of every instance (default from the profile: cpu)")
     r.add_argument("--mode", choices=["process", "streams"], default="process")
     r.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
+    add_window_options(r)
     r.add_argument("--device", default="host", help="profile whose run/telemetry settings apply")
     r.add_argument("--out", default=DEFAULT_OUT)
     r.add_argument("--strict", action="store_true",
@@ -114,8 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="figures, tables (CSV/Markdown/LaTeX) and a summary page from run folders")
     rp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders; the first is the reference")
-    rp.add_argument("--out", help="report folder (default: RUN_DIR/report of the first run; speedup.csv/.md "
-                    "also go to --out, else to the first run folder)")
+    rp.add_argument("--out", help="report folder (default: RUN_DIR/report of the first run)")
     rp.add_argument("--max-timelines", type=int, default=40, metavar="N",
                     help="draw at most N power timelines per run (default 40)")
     rp.add_argument("--formats", type=csv_list(str), default=["png", "pdf"], help="figure formats (default png,pdf)")
@@ -147,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote, "best": cmd_best}[args.command]
         return handler(args)
+    except NothingToMeasure as exc:
+        print(f"edgebench: {exc}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
     except DiskFullError as exc:  # rows so far kept whole, the row in flight removed: resume once space is freed
         print(f"edgebench: error: {exc}", file=sys.stderr)
         return EXIT_DISK_FULL
@@ -188,12 +211,15 @@ def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace
 
 
 def _exit_status(counts: dict[str, int], strict: bool) -> int:
-    """0, or 1 when configs were attempted and none was measured (all failed); with --strict EXIT_PARTIAL
+    """0, or 1 when configs were attempted and none was measured (all failed), EXIT_NOTHING_MEASURED when every row
+    was skipped; with --strict EXIT_PARTIAL
     when any row failed or is invalid. Invalid rows are measurements whose validity the row states,
     skipped rows are the plan's decision."""
     measured = counts.get("ok", 0) + counts.get("invalid", 0)
     if counts.get("failed", 0) and not measured:
         return 1
+    if not measured:  # every row skipped (a resumed plan; a new one is refused before it starts)
+        return EXIT_NOTHING_MEASURED
     if strict and (counts.get("failed", 0) or counts.get("invalid", 0)):
         return EXIT_PARTIAL
     return 0
@@ -211,38 +237,52 @@ def _sweep(profile: Any, planned: list, run_dir: Path, store: Any, args: argpars
 
 def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: argparse.Namespace,
                   onnx_specs: dict | None = None) -> int:
-    models = ModelCache(_cache(args), dict(profile.calibration), onnx_specs=onnx_specs or {},
-                        accuracy=dict(profile.accuracy),
-                        shapes=dict(profile.sweep.get("shapes") or {}),
-                        values=dict(profile.sweep.get("values") or {}))
+    models = ModelCache(_cache(args), profile.calibration.model_dump(), onnx_specs=onnx_specs or {},
+                        accuracy=profile.accuracy.model_dump(),
+                        shapes=dict(profile.sweep.shapes or {}),
+                        values=dict(profile.sweep.values or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
     if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
         print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
               f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
+    t0 = time.monotonic()
+    sweep_estimate = None
+    if profile.run.slo_ms is None:  # an SLO search measures as many probes as it needs: no estimate
+        sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
+        print(fitted(f"edgebench: {describe_estimate(sweep_estimate)}"), flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
-    if profile.run.get("slo_ms") is not None:  # adaptive: probes with more or fewer streams, one row each
+    if profile.run.slo_ms is not None:  # adaptive: probes with more or fewer streams, one row each
 
         searches = run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                                     on_start=start_line, idle_power_w=idle_w)
     else:
-        run_sweep(planned, profile, run_dir, store, models, on_row=progress_line, idle_power_w=idle_w,
-                  on_start=start_line)
+        with SweepProgress(sweep_estimate) as shown, phase_listener(shown.on_phase):
+            run_sweep(planned, profile, run_dir, store, models, on_row=shown.on_row, idle_power_w=idle_w,
+                      on_start=shown.on_start)
     rows = store.records()
     summary_table(rows, title=f"edgebench {profile.name}: {run_dir / 'results.csv'}")
-    if profile.run.get("slo_ms") is not None:  # one line per option set x GPU sharing mode, side by side
+    if profile.run.slo_ms is not None:  # one line per option set x GPU sharing mode, side by side
         slo_table([s.record for s in searches])
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     print("rows: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if (note := p99_note(rows)) is not None:
+        print(fitted(f"edgebench: {note}"))
+    if sweep_estimate is not None and sweep_estimate.rows:
+        print(f"wall time {duration_text(time.monotonic() - t0)} ({estimate_range(sweep_estimate)} estimated at the "
+              "start)")
     if (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
         print(answer)
     status = _exit_status(counts, getattr(args, "strict", False))
     if status == EXIT_PARTIAL:
         print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "
               f"row(s); exit {EXIT_PARTIAL}", file=sys.stderr)
+    elif status == EXIT_NOTHING_MEASURED:
+        print(f"edgebench: nothing measured: all {len(rows)} row(s) skipped (their reasons are in the table); "
+              f"exit {EXIT_NOTHING_MEASURED}", file=sys.stderr)
     return status
 
 
@@ -273,6 +313,9 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         print(describe(planned))
         print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
               f"configurations already done; {todo} would be measured")
+        print(fitted(describe_estimate(estimate(planned, profile, run_dir.parent, done))))
+        if rejudged := sum(1 for r in ResultsStore(run_dir).records() if judged_by_retired_rule(r)):
+            print(f"resume: {rejudged} of them {RETIRED_RULE_NOTE}")
         return 0
     # the lock first: resume() may rewrite results.csv, which must never happen under another writer
     args.run_lock = RunLock(run_dir).acquire()
@@ -283,6 +326,8 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         args.run_lock.release()
         raise
     print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
+    if rejudged := store.resume_report.get("rejudged_moved", 0):
+        print(f"edgebench: {rejudged} row(s) {RETIRED_RULE_NOTE} (their old lines are in attempts.csv)", flush=True)
     return _sweep(profile, planned, run_dir, store, args)
 
 
@@ -296,16 +341,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
+        if (nothing := nothing_to_measure(planned)) is not None:
+            print(f"edgebench: {nothing}", file=sys.stderr)
+        else:
+            print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT))))
         return 0
+    refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)
     return _sweep(profile, planned, run_dir, store, args)
+
+
+class NothingToMeasure(EdgebenchError):
+    """Every configuration of the plan is skipped: exit EXIT_NOTHING_MEASURED, before a run folder is made."""
+
+
+def refuse_empty_plan(planned: list) -> None:
+    if (nothing := nothing_to_measure(planned)) is not None:
+        raise NothingToMeasure(f"{nothing} (no run folder written; `--dry-run` shows the plan)")
 
 
 def with_values(profile: Any, text: str | None) -> Any:
     """The profile with --value NAME:V[,NAME:V] over its sweep.values (so the run folder's profile.yaml keeps them)."""
     if not text:
         return profile
-    return profile.with_overrides("sweep", values={**(profile.sweep.get("values") or {}), **parse_values(text)})
+    return profile.with_overrides("sweep", {"values": "--value"},
+                                  values={**(profile.sweep.values or {}), **parse_values(text)})
 
 
 def planned_with_values(profile: Any, env: Any, **kw: Any) -> list:
@@ -322,18 +382,18 @@ def check_model_inputs(profile: Any) -> dict[str, dict[str, Any]]:
     model's fixed input values (the plan puts them in its configs); a sweep value no model has an input for is an
     error."""
 
-    shapes = profile.sweep.get("shapes") or {}
-    values = parse_values(profile.sweep.get("values"), "sweep.values")
+    shapes = profile.sweep.shapes or {}
+    values = parse_values(profile.sweep.values, "sweep.values")
     out: dict[str, dict[str, Any]] = {}
     names: set[str] = set()
-    for model in profile.sweep["models"]:
+    for model in profile.sweep.models:
         spec = resolved_spec(load_model_spec(model), shapes.get(model), f"{profile.source}: sweep.shapes.{model}",
                              values, "--value")
         out[model] = {d.name: d.value for d in spec.inputs if d.value is not None}
         names |= {d.name for d in spec.inputs}
     if missing := sorted(set(values) - names):
         raise EdgebenchError(f"--value: no model of the sweep has an input named {', '.join(map(repr, missing))} "
-                             f"(models: {', '.join(profile.sweep['models'])})")
+                             f"(models: {', '.join(profile.sweep.models)})")
     return out
 
 
@@ -347,7 +407,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.onnx:
         load_external_onnx(args.onnx, expected_shape=None, batch=None)
         label = Path(args.onnx).stem
-        shapes = args.shapes or (profile.sweep.get("shapes") or {}).get(label)
+        shapes = args.shapes or (profile.sweep.shapes or {}).get(label)
         spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
                          shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}",
                          batch_axis=args.batch_axis, values=args.value)
@@ -383,24 +443,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     sweep: dict[str, Any] = {
         "models": [model], "backends": [args.backend], "precisions": [args.precision],
         "batches": [batch], "modes": [args.mode],
+        "placements": [[args.placement or profile.sweep.accelerator] * args.instances],
     }
     if args.shapes and not args.onnx:
         sweep["shapes"] = {model: args.shapes}
-    data = profile.to_dict()
-    data["sweep"].update(sweep)
-    data["sweep"]["placements"] = [[args.placement or data["sweep"]["accelerator"]] * args.instances]
-
-    profile = Profile(**data)
-    if args.duration is not None:
-        profile = profile.with_overrides("run", duration_s=args.duration,
-                                         max_duration_s=max(args.duration, profile.run["max_duration_s"]))
+    run_flags = {"models": "--model", "backends": "--backend", "precisions": "--precision", "batches": "--batch",
+                 "modes": "--mode", "placements": "--placement"}
+    profile = profile.with_section("sweep", run_flags, **sweep)  # one config, as the flags name it
+    profile = window_overrides(profile, args)
     profile = load_overrides(profile, args)
     profile = apply_accuracy(profile, args)
     fixed = {d.name: d.value for d in spec.inputs if d.value is not None}  # --value, the spec's, or --data's scalar
     if fixed:
-        profile = profile.with_overrides("sweep", values=fixed)
+        profile = profile.with_overrides("sweep", {"values": "--value"}, values=fixed)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
                      fixed_batches=fixed_batches, input_values={model: fixed})
+    refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)
 
@@ -463,17 +521,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     bad = [f for f in args.formats if f not in ("png", "pdf", "svg")]
     if bad:  # before anything is written
         raise EdgebenchError(f"--formats: {', '.join(bad)} not one of png, pdf, svg")
-    # one run: the table as before; several (boards): each run on its own, with a run column, never pooled
-    records = speedup_rows(read_rows(run_dirs)) if len(run_dirs) == 1 else per_run_speedup_rows(run_dirs)
-    out = _output_dir(Path(args.out) if args.out else run_dirs[0], "--out")
-    write_csv(records, out / "speedup.csv")
-    markdown = to_markdown(records)
-    (out / "speedup.md").write_text(markdown)
-    print(markdown)
-    print(f"wrote {out / 'speedup.csv'} and {out / 'speedup.md'}")
-
-    report = build_report(run_dirs, Path(args.out) if args.out else run_dirs[0] / "report",
-                          max_timelines=args.max_timelines, formats=tuple(args.formats))
+    out = _output_dir(Path(args.out) if args.out else run_dirs[0] / "report", "--out")
+    report = build_report(run_dirs, out, max_timelines=args.max_timelines, formats=tuple(args.formats))
+    # the one speedup table (each run on its own, with a run column when several: never pooled)
+    print((out / "tables" / "speedup.md").read_text())
     print(describe_report(report))
     return 0
 

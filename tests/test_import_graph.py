@@ -216,10 +216,11 @@ def test_size_reason_is_read_from_the_docstring(tmp_path, text, expected):
 # The tree reads config -> models -> backends -> runner -> pipeline -> results -> report, with the command
 # layer on top. A stage is the folder right under edgebench/ (or a top-level module: errors, atomic_files,
 # cli). Each may import only the stages listed here (its own modules always); the list itself is acyclic.
-LOWEST = {"errors", "atomic_files", "edgebench"}  # `edgebench` = the package's __init__ (its __version__)
+LOWEST = {"errors", "atomic_files", "placement", "edgebench"}  # `edgebench` = the package's __init__ (its __version__)
 ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "errors": set(),
     "atomic_files": set(),
+    "placement": set(),  # the placement grammar: config carries it, telemetry (below config) reads it too
     "edgebench": set(),
     "telemetry": LOWEST,
     "config": LOWEST | {"telemetry"},  # telemetry.catalog (samplers a profile may list), power_calibration (checks)

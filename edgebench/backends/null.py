@@ -30,9 +30,11 @@ import os
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from edgebench.backends.base import Env, Placement, Prepared
+from edgebench.backends.options import BackendOptions, must, validated
+from edgebench.config.typed import Field, model_validator
 from edgebench.errors import BackendError
 from edgebench.models.model_artifact import ModelArtifact
 
@@ -42,42 +44,33 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config.run_config import RunConfig
     from edgebench.models.artifacts import Artifacts
 
-NULL_OPTIONS = ("sleep_s", "serial_device", "fail_instance", "fail_phase", "fail_after", "fail_how")
-FAIL_PHASES = ("open", "warmup", "measure")
-FAIL_HOWS = ("raise", "exit", "kill", "hang")
+FailPhase = Literal["open", "warmup", "measure"]
+FailHow = Literal["raise", "exit", "kill", "hang"]
+FAIL_PHASES: tuple[str, ...] = get_args(FailPhase)
+FAIL_HOWS: tuple[str, ...] = get_args(FailHow)
 EXIT_CODE = 3
+
+
+class NullOptions(BackendOptions):
+    """The null backend's options: a per-inference sleep, a serial device to hold, an injected fault."""
+
+    sleep_s: float = Field(default=0.0, ge=0.0, json_schema_extra=must("a number >= 0"))
+    serial_device: str | None = Field(default=None, min_length=1, json_schema_extra=must("a file path"))
+    fail_instance: int | None = Field(default=None, ge=0, json_schema_extra=must("an instance index >= 0"))
+    fail_phase: FailPhase = "measure"
+    fail_after: int = Field(default=0, ge=0, json_schema_extra=must("an int >= 0"))
+    fail_how: FailHow = "raise"
+
+    @model_validator(mode="after")
+    def _fault_needs_an_instance(self) -> NullOptions:
+        if self.fail_instance is None and self.model_fields_set & {"fail_phase", "fail_after", "fail_how"}:
+            raise ValueError("options fail_phase/fail_after/fail_how need fail_instance")
+        return self
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """Validated null-backend options with defaults filled in; BackendError names the bad option."""
-    unknown = sorted(set(options) - set(NULL_OPTIONS))
-    if unknown:
-        raise BackendError(f"null backend: unknown option(s) {', '.join(unknown)} (known: {', '.join(NULL_OPTIONS)})")
-    out = {
-        "sleep_s": options.get("sleep_s", 0.0),
-        "serial_device": options.get("serial_device"),
-        "fail_instance": options.get("fail_instance"),
-        "fail_phase": options.get("fail_phase", "measure"),
-        "fail_after": options.get("fail_after", 0),
-        "fail_how": options.get("fail_how", "raise"),
-    }
-    if not isinstance(out["sleep_s"], (int, float)) or isinstance(out["sleep_s"], bool) or out["sleep_s"] < 0:
-        raise BackendError(f"null backend: option sleep_s={out['sleep_s']!r} must be a number >= 0")
-    if out["serial_device"] is not None and (not isinstance(out["serial_device"], str) or not out["serial_device"]):
-        raise BackendError(f"null backend: option serial_device={out['serial_device']!r} must be a file path")
-    fi = out["fail_instance"]
-    if fi is not None and (not isinstance(fi, int) or isinstance(fi, bool) or fi < 0):
-        raise BackendError(f"null backend: option fail_instance={fi!r} must be an instance index >= 0")
-    if fi is None and any(k in options for k in ("fail_phase", "fail_after", "fail_how")):
-        raise BackendError("null backend: options fail_phase/fail_after/fail_how need fail_instance")
-    if out["fail_phase"] not in FAIL_PHASES:
-        raise BackendError(f"null backend: option fail_phase={out['fail_phase']!r} is not one of {', '.join(FAIL_PHASES)}")
-    fa = out["fail_after"]
-    if not isinstance(fa, int) or isinstance(fa, bool) or fa < 0:
-        raise BackendError(f"null backend: option fail_after={fa!r} must be an int >= 0")
-    if out["fail_how"] not in FAIL_HOWS:
-        raise BackendError(f"null backend: option fail_how={out['fail_how']!r} is not one of {', '.join(FAIL_HOWS)}")
-    return out
+    return validated(NullOptions, "null", options).model_dump()
 
 
 def _inject(how: str, instance: int, phase: str, done: int) -> None:

@@ -18,13 +18,16 @@ TensorRT engines are cached under <cache>/ort-trt/ (keyed by ORT itself on the m
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from edgebench.backends import trt_logic  # module-qualified: tests stand in for the board probes
 from edgebench.backends.base import Env, Placement, Prepared
+from edgebench.backends.options import BackendOptions, validated
 from edgebench.backends.ort_dla import core_mismatch, dla_core_check
+from edgebench.config.typed import Field
 from edgebench.errors import BackendError
 from edgebench.models.model_artifact import ModelArtifact
+from edgebench.placement import Placement as ParsedPlacement
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -34,7 +37,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 ONNX_PRECISIONS = ("fp32", "fp16", "int8")
 CUDA_MATH_PRECISIONS = ("tf32",)  # the fp32 file under a CUDA math mode
-ORT_PROVIDERS = ("cuda", "tensorrt")  # values of the `ort_provider` option
+OrtProvider = Literal["cuda", "tensorrt"]
+ORT_PROVIDERS: tuple[str, ...] = get_args(OrtProvider)  # values of the `ort_provider` option
+
+
+class OrtOptions(BackendOptions):
+    """The ort backend's one option: which execution provider runs GPU placements."""
+
+    ort_provider: OrtProvider = Field(default="cuda", description="cuda: CUDA EP; tensorrt: ORT's TensorRT EP "
+                                                                  "(CUDA EP behind it), which also reaches a DLA")
 LIBNVINFER_NAMES = ("libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so")
 
 
@@ -85,8 +96,9 @@ def trt_provider_options(device: str, precision: str, cache_dir: str,
     calibration table); fp32 enables neither, so fp32 stays strict. Keys this onnxruntime (`ort_version`;
     None = the newest) does not know are left out (TRT_EP_OPTION_SINCE).
     """
-    if device.startswith("dla") and device[3:].isdigit():
-        opts: dict[str, Any] = {"device_id": 0, "trt_dla_enable": True, "trt_dla_core": int(device[3:])}
+    where = ParsedPlacement(device)
+    if where.is_dla:
+        opts: dict[str, Any] = {"device_id": 0, "trt_dla_enable": True, "trt_dla_core": where.number}
     else:
         cuda = provider_for(device)
         if cuda is None or cuda[0] != "CUDAExecutionProvider":
@@ -103,12 +115,11 @@ def trt_provider_options(device: str, precision: str, cache_dir: str,
 
 def provider_for(device: str) -> tuple[str, dict[str, Any]] | None:
     """The execution provider (and options) a placement label asks for; None when ORT has none."""
-    if device == "cpu":
+    where = ParsedPlacement(device)
+    if where.kind == "cpu":
         return "CPUExecutionProvider", {}
-    if device in ("cuda", "gpu"):
-        return "CUDAExecutionProvider", {"device_id": 0}
-    if device.startswith("cuda:") and device[5:].isdigit():
-        return "CUDAExecutionProvider", {"device_id": int(device[5:])}
+    if where.is_gpu:
+        return "CUDAExecutionProvider", {"device_id": where.number}
     return None
 
 
@@ -126,9 +137,10 @@ class OrtBackend:
         unknown = [k for k, _ in cfg.options if k != "ort_provider"]
         if unknown:
             return f"the ort backend takes only the option ort_provider (got {', '.join(unknown)})"
-        which = cfg.option("ort_provider", "cuda")
-        if which not in ORT_PROVIDERS:
-            return f"option ort_provider={which!r}: expected one of {', '.join(ORT_PROVIDERS)}"
+        try:
+            which = validated(OrtOptions, "ort", dict(cfg.options)).ort_provider
+        except BackendError as exc:
+            return str(exc)
         if cfg.precision not in ONNX_PRECISIONS + CUDA_MATH_PRECISIONS:
             return (
                 f"ort runs the precision stored in the ONNX ({', '.join(ONNX_PRECISIONS)}) or tf32 on CUDA; "
@@ -190,7 +202,7 @@ class OrtBackend:
             trt_dir.mkdir(parents=True, exist_ok=True)
             options["trt_cache_dir"] = str(trt_dir)
             provider = "TensorrtExecutionProvider"
-            dla = [d for d in cfg.placements if d.startswith("dla")]
+            dla = [d for d in cfg.placements if ParsedPlacement(d).is_dla]
             if dla:
                 provider += f" (DLA: {EP_DLA_NOTE})"
                 info["dla_gpu_fallback"] = "always (set by ORT's TensorRT EP)"

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from edgebench.placement import Placement
+
 TRT_EP = "TensorrtExecutionProvider"
 
 
 def requested_core(device: str) -> int | None:
-    """'dla1' -> 1; None for non-DLA placements."""
-    return int(device[3:]) if device.startswith("dla") and device[3:].isdigit() else None
+    """'dla1' -> 1 ('dla' -> 0); None for non-DLA placements."""
+    return Placement(device).dla_core
 
 
 def reported_core(provider_options: Mapping[str, Mapping[str, Any]]) -> tuple[bool | None, int | None]:

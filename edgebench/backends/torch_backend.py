@@ -22,13 +22,16 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from edgebench.backends.base import Env, Placement, Prepared
+from edgebench.backends.options import BackendOptions, must, validated
+from edgebench.config.typed import Field, field_validator
 from edgebench.errors import BackendError, EdgebenchError
 from edgebench.models.export import build_torch_model
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import load_model_spec
+from edgebench.placement import Placement as ParsedPlacement
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -38,8 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TORCH_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "amp")
 CPU_PRECISIONS = ("fp32", "bf16")
-OPTION_DEFAULTS: dict[str, Any] = {"channels_last": False, "cuda_graph": False, "compile": False, "cudnn_benchmark": True}
-COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
+CompileMode = Literal["default", "max-autotune-no-cudagraphs"]
 GRAPH_WARMUP_CALLS = 3
 MATH = {"fp32": "fp32 weights and activations; TF32 off (IEEE fp32 in cuBLAS/cuDNN)",
         "tf32": "fp32 tensors; TF32 tensor-core math allowed in cuBLAS/cuDNN",
@@ -65,26 +67,31 @@ def _built_model(spec: Any, seed: int) -> Any:
 
 
 def parse_device(label: str) -> tuple[str, int] | None:
-    """('cpu', 0) or ('cuda', N) for a placement label; None when torch has no such device."""
-    m = re.fullmatch(r"cuda:(\d+)", label)
-    if label in ("cpu", "cuda", "gpu") or m:
-        return ("cpu", 0) if label == "cpu" else ("cuda", int(m.group(1)) if m else 0)
-    return None
+    """('cpu', 0) or ('cuda', N) for a placement; None when torch has no such device (a DLA, an unknown text)."""
+    where = ParsedPlacement(label)
+    if where.kind == "cpu":
+        return ("cpu", 0)
+    return ("cuda", where.number) if where.is_gpu else None
+
+
+class TorchOptions(BackendOptions):
+    """The torch backend's options (an option set of the profile's sweep.option_sets)."""
+
+    channels_last: bool = Field(default=False, json_schema_extra=must("true or false"))
+    cuda_graph: bool = Field(default=False, json_schema_extra=must("true or false"))
+    compile: bool | CompileMode = Field(default=False, json_schema_extra=must(
+        f"false, true or one of {', '.join(get_args(CompileMode))}"))  # true = "default"
+    cudnn_benchmark: bool = Field(default=True, json_schema_extra=must("true or false"))
+
+    @field_validator("compile")
+    @classmethod
+    def _true_is_default(cls, value: bool | str) -> bool | str:
+        return "default" if value is True else value
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """Validated torch options with defaults filled in; BackendError names the bad option."""
-    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise BackendError(f"torch backend: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTION_DEFAULTS)})")
-    out = {**OPTION_DEFAULTS, **options}
-    for key in ("channels_last", "cuda_graph", "cudnn_benchmark"):
-        if not isinstance(out[key], bool):
-            raise BackendError(f"torch backend: option {key}={out[key]!r} must be true or false")
-    mode = out["compile"] = "default" if out["compile"] is True else out["compile"]
-    if mode is not False and mode not in COMPILE_MODES:
-        raise BackendError(f"torch backend: option compile={mode!r} must be false, true or one of {', '.join(COMPILE_MODES)}")
-    return out
+    return validated(TorchOptions, "torch", options).model_dump()
 
 
 def torch_cuda_build() -> str | None:
@@ -117,7 +124,7 @@ class TorchBackend:
 
         with contextlib.suppress(ImportError):
             import torchvision  # noqa: F401
-        if device.startswith(("cuda", "gpu")) and torch.cuda.is_available():
+        if ParsedPlacement(device).is_gpu and torch.cuda.is_available():
             torch.cuda.init()
 
     def supports(self, cfg: RunConfig, env: Env) -> str | None:
@@ -202,7 +209,8 @@ class TorchSession:
         device = parse_device(placement.device)
         if device is None:
             raise BackendError(f"{self._where}: no torch device for placement {placement.device!r}")
-        opts = {k: prepared.options.get(k, v) for k, v in OPTION_DEFAULTS.items()}
+        given = {k: v for k, v in prepared.options.items() if k in TorchOptions.model_fields}  # prepare() adds more
+        opts = check_options(given)
         self._inputs = prepared.inputs  # several named inputs: forward(*inputs) in this order
         self._channels_last, self._use_graph = bool(opts["channels_last"]), bool(opts["cuda_graph"])
         self._compiled, self._autocast = bool(opts["compile"]), prepared.precision == "amp"
@@ -210,7 +218,7 @@ class TorchSession:
         self._stream: Any = None
         self._stream_owner = 0
         self._graph: Any = None  # torch.cuda.CUDAGraph once captured
-        self._xs: Any = None  # the staged input tensors (list), forward(*xs)
+        self._xs: Any = None  # the fed input tensors (the graph's static buffers once captured)
         self._y: Any = None
         if device[0] == "cuda":
             seen = torch.cuda.device_count() if torch.cuda.is_available() else 0

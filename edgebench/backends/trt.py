@@ -3,7 +3,7 @@ run it through set_tensor_address + execute_async_v3 on their own CUDA stream (T
 
 Decisions live in trt_logic.py (pure, tested on CPU); the engine cache in trt_engine_cache.py; device memory
 in cuda_buffers.py (cuda-python first, torch as the fallback). The functions here only call TensorRT, and
-are typed against the TensorRT 10.13 stubs (tools/typecheck_trt.sh).
+are typed against the TensorRT 10.13 stubs (tools/typecheck.sh).
 
 Options: gpu_fallback (False; DLA: layers DLA cannot run go to the GPU instead of failing the build),
 int8_calibration ("explicit": the QDQ ONNX; "entropy": IInt8EntropyCalibrator2 on the recorded calibration
@@ -15,7 +15,7 @@ Placements: gpu / cuda / cuda:0, dla0 / dla1 (dla = dla0). A config whose instan
 Engines are built in the sweep's process (prepare), before any instance starts.
 
 Size: the whole TensorRT-calling layer (build, calibrator, logger, session) kept in one file so that
-tools/typecheck_trt.sh type-checks every TensorRT call together; the decisions are elsewhere.
+tools/typecheck.sh type-checks every TensorRT call together; the decisions are elsewhere.
 """
 
 from __future__ import annotations

@@ -18,12 +18,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from edgebench.backends.options import BackendOptions, must, validated
 from edgebench.backends.trt_engine_cache import EngineKey
 from edgebench.backends.trt_profile import optimisation_profile
+from edgebench.config.typed import Field
 from edgebench.device.jetson import dla_nodes
 from edgebench.errors import BackendError
+from edgebench.placement import Placement
 
 if TYPE_CHECKING:  # pragma: no cover
 
@@ -34,10 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 INSTALL_HINT = "TensorRT not installed (it comes with JetPack: python3-libnvinfer)"
 TRT_PRECISIONS = ("fp32", "tf32", "fp16", "int8")
 DLA_PRECISIONS = ("fp16", "int8")
-INT8_CALIBRATIONS = ("auto", "explicit", "entropy")
-OPTION_DEFAULTS: dict[str, Any] = {"gpu_fallback": False, "int8_calibration": "auto", "cuda_graph": False,
-                                   "workspace_mib": 1024,
-                                   "layer_profile": 0}  # inferences of a per-layer profile after the window (0 = off)
 CALIBRATION_BATCH = 8  # samples per implicit-calibration batch for a dynamic-batch ONNX (fewer if the set is smaller)
 # TensorRT 8.x cannot build an explicitly quantized (Q/DQ) network for DLA: NVIDIA's own route for a QAT model
 # on Orin's DLA under TensorRT 8.6 is to strip the Q/DQ nodes into a calibration cache (Deep-Learning-Accelerator-SW,
@@ -64,35 +63,32 @@ class Target:
 
 
 def parse_placement(label: str) -> Target | None:
-    """'gpu', 'cuda', 'cuda:0' -> GPU; 'dla0', 'dla1' (and 'dla' = core 0) -> DLA core; else None."""
-    if label in ("gpu", "cuda", "cuda:0"):
+    """GPU 0 ('gpu', 'cuda', 'cuda:0') -> GPU; a DLA core ('dla0', 'dla1'; 'dla' = core 0) -> DLA; else None
+    (TensorRT here builds for the first GPU only)."""
+    where = Placement(label)
+    if where.is_gpu and where.number == 0:
         return Target("gpu")
-    m = re.fullmatch(r"dla(\d?)", label)
-    if m:
-        return Target("dla", int(m.group(1) or 0))
+    if where.is_dla:
+        return Target("dla", where.number)
     return None
+
+
+class TrtOptions(BackendOptions):
+    """The trt backend's options (an option set of the profile's sweep.option_sets)."""
+
+    gpu_fallback: bool = Field(default=False, json_schema_extra=must("true or false"))
+    int8_calibration: Literal["auto", "explicit", "entropy"] = Field(default="auto", json_schema_extra=must(
+        "one of auto, explicit, entropy (explicit = the QDQ ONNX, entropy = IInt8EntropyCalibrator2, "
+        "auto = explicit, except entropy on a DLA below TensorRT 10)"))
+    cuda_graph: bool = Field(default=False, json_schema_extra=must("true or false"))
+    workspace_mib: int = Field(default=1024, ge=1, json_schema_extra=must("a positive integer (MiB)"))
+    layer_profile: int = Field(default=0, ge=0, json_schema_extra=must(  # inferences of a per-layer profile after
+        "a count of inferences >= 0 (0 = off)"))                         # the window (0 = off)
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """Validated trt options with defaults filled in; BackendError names the bad option."""
-    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise BackendError(f"trt backend: unknown option(s) {', '.join(unknown)} (known: {', '.join(OPTION_DEFAULTS)})")
-    out = {**OPTION_DEFAULTS, **options}
-    for key in ("gpu_fallback", "cuda_graph"):
-        if not isinstance(out[key], bool):
-            raise BackendError(f"trt backend: option {key}={out[key]!r} must be true or false")
-    if out["int8_calibration"] not in INT8_CALIBRATIONS:
-        raise BackendError(f"trt backend: option int8_calibration={out['int8_calibration']!r} must be one of "
-                           f"{', '.join(INT8_CALIBRATIONS)} (explicit = the QDQ ONNX, entropy = IInt8EntropyCalibrator2, "
-                           "auto = explicit, except entropy on a DLA below TensorRT 10)")
-    lp = out["layer_profile"]
-    if not isinstance(lp, int) or isinstance(lp, bool) or lp < 0:
-        raise BackendError(f"trt backend: option layer_profile={lp!r} must be a count of inferences >= 0 (0 = off)")
-    ws = out["workspace_mib"]
-    if not isinstance(ws, int) or isinstance(ws, bool) or ws < 1:
-        raise BackendError(f"trt backend: option workspace_mib={ws!r} must be a positive integer (MiB)")
-    return out
+    return validated(TrtOptions, "trt", options).model_dump()
 
 
 # --------------------------------------------------------------------------- what this machine offers

@@ -1,7 +1,8 @@
 """Terminal output: progress lines while a sweep runs, a summary table at the end.
 
 Uses rich when it is installed, plain text otherwise (so a bare install still reports). Placements print
-compactly (`31x cuda:0`, `cuda:0+dla0`); results.csv keeps the full placement cell.
+compactly everywhere on the console (`2x cpu`, `31x cuda:0`, `cuda:0+dla0`); results.csv keeps the full placement
+cell. The table fits the terminal (commands/table_fit.py): no word is ever split across lines.
 """
 
 from __future__ import annotations
@@ -10,14 +11,19 @@ import re
 import sys
 from typing import Any
 
+from edgebench.commands.table_fit import DROP_BEFORE_WRAP, TextColumn, render, terminal_width
 from edgebench.results.reader import typed_row
 
+# (column, header, priority): priority 0 is never dropped; to fit a narrow terminal the highest goes first (a column
+# empty in every row before any other: commands/table_fit.py)
 SUMMARY_COLUMNS = [
-    ("model", "model"), ("precision", "prec"), ("batch", "b"), ("instances", "n"), ("placement", "placement"),
-    ("mode", "mode"), ("throughput_ips", "img/s"), ("latency_ms_p50", "p50 ms"), ("latency_ms_p99", "p99 ms"),
-    ("power_w_mean", "W"), ("energy_per_inference_mj", "mJ/img"), ("accuracy_top1_agreement_pct", "top1 vs fp32 %"),
-    ("status", "status"),
+    ("model", "model", 0), ("precision", "prec", 0), ("batch", "b", 0), ("instances", "n", 0),
+    ("placement", "placement", 2), ("mode", "mode", 6), ("repeat", "rep", 1), ("throughput_ips", "img/s", 0),
+    ("latency_ms_p50", "p50 ms", 4), ("latency_ms_p99", "p99 ms", 1), ("power_w_mean", "W", 3),
+    ("energy_per_inference_mj", "mJ/img", 2), ("accuracy_top1_agreement_pct", "top1 vs fp32 %", 5),
+    ("status", "status", 0),
 ]
+EMPTY_EVERYWHERE = DROP_BEFORE_WRAP  # the priority of a column with no value in any row: dropped first
 
 
 def compact_placement(placement: str) -> str:
@@ -51,27 +57,48 @@ def _rich_console() -> Any:
     return Console(stderr=False)
 
 
+def config_label(cfg: Any) -> str:
+    """cfg.label() with the placement as the console names it everywhere (`2x cpu`, compact_placement)."""
+    return cfg.label().replace(f"/{cfg.placement}/", f"/{compact_placement(cfg.placement)}/", 1)
+
+
 def start_line(i: int, total: int, cfg: Any) -> None:
     """Printed before a config starts (export, calibration and the window can take a while)."""
-    print(f"[{i + 1}/{total}] {cfg.label()}: running (window >= {cfg.duration_s:g} s, "
+    print(f"[{i + 1}/{total}] {config_label(cfg)}: running (window >= {cfg.duration_s:g} s, "
           f">= {cfg.min_inferences} inferences, <= {cfg.max_duration_s:g} s)", flush=True)
 
 
-def progress_line(i: int, total: int, row: dict[str, Any]) -> None:
-    """One line per finished config: what ran and how it ended."""
+STATUS_STYLE = {"ok": "green", "invalid": "yellow", "failed": "red", "skipped": "dim"}
+
+
+def row_line(i: int, total: int, row: dict[str, Any], suffix: str = "") -> str:
+    """The line of a finished config: what ran and how it ended (`suffix`: its time and the sweep's ETA)."""
     status = row.get("status", "")
     if status == "resumed":
-        text = f"[{i + 1}/{total}] {row['label']}: already done (resume)"
+        label = str(row["label"])
+        if row.get("placement"):
+            label = label.replace(f"/{row['placement']}/", f"/{compact_placement(str(row['placement']))}/", 1)
+        text = f"[{i + 1}/{total}] {label}: already done (resume)"
     else:
+        repeat = typed_row(row).get("repeat")
         label = (f"{row.get('model')}/{row.get('backend')}/{row.get('precision')}/b{row.get('batch')}/"
-                 f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}")
+                 f"{compact_placement(str(row.get('placement') or ''))}/{row.get('mode')}"
+                 + (f"/r{repeat}" if repeat else ""))
         detail = f"{show(typed_row(row).get('throughput_ips'))} {rate_unit(row)}" if status in ("ok", "invalid") else ""
         reason = row.get("reason") or ""
         text = f"[{i + 1}/{total}] {label}: {status} {detail}" + (f" ({reason})" if reason else "")
-    console = _rich_console()
+    return f"{text} {suffix}" if suffix else text
+
+
+def progress_line(i: int, total: int, row: dict[str, Any], suffix: str = "", console: Any = None) -> None:
+    """Print row_line: through `console` (the live display's) or rich's on a terminal, coloured by status and
+    wrapped at spaces; as one plain line on a pipe or in a log."""
+    text = row_line(i, total, row, suffix)
+    if console is None and sys.stdout.isatty():
+        console = _rich_console()
     if console is not None:
-        color = {"ok": "green", "invalid": "yellow", "failed": "red", "skipped": "dim"}.get(status, "")
-        console.print(text, style=color or None, highlight=False, markup=False)
+        style = STATUS_STYLE.get(str(row.get("status", ""))) or None
+        console.print(text, style=style, highlight=False, markup=False)
     else:
         print(text, flush=True)
 
@@ -88,35 +115,72 @@ def rate_unit(row: dict[str, Any]) -> str:
     return "img/s" if IMAGE_SHAPE.match(shapes) else "samples/s"
 
 
-def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results") -> str:
+def weights_short(weights: str | None) -> str:
+    """The weights cell as the console names it: 'random init', 'IMAGENET1K_V2' (a torchvision enum member),
+    'onnx weights', or a state_dict file's name."""
+    text = str(weights or "").split(" sha256:")[0]
+    if not text:
+        return ""
+    if text == "random-init":
+        return "random init"
+    if text == "from-onnx":
+        return "onnx weights"
+    if text.startswith("torchvision:"):
+        return text.rsplit(".", 1)[-1]
+    return text.rsplit("/", 1)[-1]
+
+
+def accuracy_cell(row: dict[str, Any]) -> str:
+    """'81.2 (n=16, random init)': the agreement with FP32 with the inputs it rests on and the weights."""
+    value = row.get("accuracy_top1_agreement_pct")
+    if value is None:
+        return "-"
+    basis = [f"n={row['accuracy_samples']}" if row.get("accuracy_samples") is not None else "",
+             weights_short(row.get("weights"))]
+    basis = [b for b in basis if b]
+    return f"{show(value)} ({', '.join(basis)})" if basis else show(value)
+
+
+def summary_cell(row: dict[str, Any], column: str) -> str:
+    if column == "placement":
+        return show(compact_placement(str(row.get(column) or "")))
+    if column == "accuracy_top1_agreement_pct":
+        return accuracy_cell(row)
+    return show(row.get(column))
+
+
+def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results", width: int | None = None) -> str:
     """The end-of-run table of result rows, typed or as text (results.reader.typed_row reads both), e.g.
     ResultsStore.records() (also returned as plain text so callers can log it). The throughput and energy columns
-    say img when every row's input is an image, samples otherwise (the CSV keeps throughput_ips)."""
+    say img when every row's input is an image, samples otherwise (the CSV keeps throughput_ips).
+
+    It fits `width` (default: the terminal's when stdout is one; a pipe or a log gets every column): cells wrap at
+    spaces, never inside a word, then low-priority columns are left out and a last line names them."""
     unit = "img" if all(rate_unit(r) == "img/s" for r in rows) else "samples"
-    header = [{"img/s": f"{unit}/s", "mJ/img": f"mJ/{unit[:-1] if unit == 'samples' else unit}"}.get(h, h)
-              for _, h in SUMMARY_COLUMNS]
-    body = [[show(compact_placement(str(r.get(k) or "")) if k == "placement" else r.get(k)) for k, _ in SUMMARY_COLUMNS]
-            for r in map(typed_row, rows)]
-    return _print_table(title, header, body)
+    typed = [typed_row(r) for r in rows]
+    columns = []
+    for key, header, priority in SUMMARY_COLUMNS:
+        header = {"img/s": f"{unit}/s", "mJ/img": f"mJ/{unit[:-1] if unit == 'samples' else unit}"}.get(header, header)
+        cells = [summary_cell(r, key) for r in typed]
+        empty = bool(cells) and all(c == "-" for c in cells)
+        columns.append(TextColumn(header, cells, EMPTY_EVERYWHERE if empty and priority else priority))
+    text = render(title, columns, width if width is not None else terminal_width())
+    _print_text(text)
+    return text
+
+
+def _print_text(text: str) -> None:
+    console = _rich_console()
+    if console is not None and sys.stdout.isatty():
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+    else:
+        print(text, flush=True)
 
 
 def _print_table(title: str, header: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(header)]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    text = "\n".join(lines)
-    console = _rich_console()
-    if console is not None and sys.stdout.isatty():
-        from rich.table import Table
-
-        table = Table(title=title)
-        for h in header:
-            table.add_column(h, overflow="fold")
-        for b in body:
-            table.add_row(*b)
-        console.print(table)
-    else:
-        print(text, flush=True)
+    columns = [TextColumn(h, [b[i] for b in body]) for i, h in enumerate(header)]
+    text = render(title, columns, terminal_width())
+    _print_text(text)
     return text
 
 

@@ -22,6 +22,7 @@ from edgebench.telemetry.registry import sampler_availability
 PACKAGES = [
     ("numpy", "pip install numpy", "core"),
     ("yaml", "pip install pyyaml", "profiles and model specs"),
+    ("pydantic", "pip install 'pydantic>=2.6'", "checking profiles, model specs and backend options"),
     ("psutil", "pip install psutil", "host telemetry (CPU, memory)"),
     ("onnx", "pip install 'edgebench[ort]'", "ONNX checks, fp16/int8 variants"),
     ("onnxruntime", "pip install 'edgebench[ort]' (or onnxruntime-gpu for CUDA)", "ort backend"),
@@ -139,8 +140,8 @@ def backend_lines(env: Env | None = None) -> list[str]:
                    else "installed onnxruntime has no CUDA provider: pip install onnxruntime-gpu")
             lines.append(f"           CUDA placements unavailable: {why}")
         elif "TensorrtExecutionProvider" in env.ort_providers:
-            why = ort.libnvinfer_missing_reason()
-            lines.append(f"           ort_provider=tensorrt: {'available' if why is None else 'unavailable: ' + why}")
+            nvinfer = ort.libnvinfer_missing_reason()
+            lines.append(f"           ort_provider=tensorrt: {'available' if nvinfer is None else 'unavailable: ' + nvinfer}")
     lines.append("  null     available (measures the harness's own per-inference overhead)")
 
     trt = trt_logic.detect_env()

@@ -12,10 +12,47 @@ from typing import Any
 
 from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
 from edgebench.config.profile import Profile
+from edgebench.config.sections import GPU_SHARING
+from edgebench.errors import EdgebenchError
+
+# the profile field each option of bench/run overrides -> the flag, which errors about the value name
+FLAGS = {
+    "sweep": {"models": "--models", "precisions": "--precisions", "batches": "--batches", "instances": "--instances",
+              "backends": "--backends", "modes": "--mode"},
+    "run": {"duration_s": "--duration", "repeats": "--repeats", "rate_hz": "--rate", "slo_ms": "--slo-ms",
+            "max_duration_s": "--max-duration", "min_inferences": "--min-inferences",
+            "max_streams": "--max-streams", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
+    "accuracy": {"weights": "--weights", "dataset": "--dataset", "labels": "--labels"},
+    "calibration": {"samples": "--calibration-samples"},
+}
 
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
 EXIT_PARTIAL = 3
 EXIT_DISK_FULL = 75  # sysexits EX_TEMPFAIL: stopped by a full disk; free space, then --resume the run folder
+EXIT_NOTHING_MEASURED = 4  # every configuration of the plan was skipped (the plan's reasons say why): no run folder
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other edgebench error: 'edgebench bench: error:
+    argument --batches: every value must be >= 1, got '0' (see edgebench bench --help)', exit 2."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: never returns
+        import sys
+
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(2)  # pragma: no cover - exit() raised
+
+
+def nothing_to_measure(planned: list[Any]) -> str | None:
+    """Why a plan measures nothing (every configuration skipped): its distinct skip reasons with their counts,
+    one line; None when something would run."""
+    if not planned or any(p.skip_reason is None for p in planned):
+        return None
+    counts: dict[str, int] = {}
+    for p in planned:
+        counts[p.skip_reason] = counts.get(p.skip_reason, 0) + 1
+    why = "; ".join(f"{n}x {reason}" if n > 1 else reason for reason, n in counts.items())
+    return f"nothing to measure: all {len(planned)} configuration(s) are skipped: {why}"
 
 
 def csv_list(kind: type) -> Any:
@@ -70,6 +107,7 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--backends", type=csv_list(str), help="e.g. ort,null")
     b.add_argument("--mode", choices=["process", "streams"], help="instances as processes or as streams in one process")
     b.add_argument("--duration", type=seconds, help="minimum measured window in seconds")
+    add_window_options(b)
     b.add_argument("--repeats", type=positive_int, help="measure every configuration this many times")
     b.add_argument("--out", help="folder the run folder is created in (default runs/)")
     b.add_argument("--value", metavar="NAME:V[,NAME:V]", help="feed an input as a constant in every model that has it "
@@ -88,7 +126,7 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     add_limit_arguments(g, slo_help=None)
 
 
-SHARING_MODES = ("time-slicing", "mps")  # = config.fields.GPU_SHARING (checked again when the profile loads)
+SHARING_MODES = GPU_SHARING
 
 
 def sharing_list(text: str) -> str | list[str]:
@@ -98,6 +136,35 @@ def sharing_list(text: str) -> str | list[str]:
     if bad or not modes:
         raise argparse.ArgumentTypeError(f"expected time-slicing, mps or both comma-separated, got {text!r}")
     return modes[0] if len(modes) == 1 else modes
+
+
+def add_window_options(parser: argparse.ArgumentParser) -> None:
+    """How long a window runs: --min-inferences and --max-duration (next to --duration), for bench and run."""
+    parser.add_argument("--min-inferences", type=positive_int, metavar="N",
+                        help="the window runs on (up to --max-duration) until N inferences: 662 back a p99, 64 a "
+                             "p90; a percentile with fewer is left empty with its reason, the row stays valid")
+    parser.add_argument("--max-duration", type=seconds, metavar="S",
+                        help="the window never runs longer than S seconds (default: the profile's "
+                             "run.max_duration_s)")
+
+
+def window_overrides(profile: Any, args: argparse.Namespace) -> Any:
+    """The profile with --duration, --max-duration and --min-inferences applied (None = the profile's value). A
+    --duration longer than the profile's max_duration_s raises it; one longer than --max-duration is an error."""
+    duration = getattr(args, "duration", None)
+    max_given = getattr(args, "max_duration", None)
+    min_inferences = getattr(args, "min_inferences", None)
+    if duration is not None and max_given is not None and max_given < duration:
+        raise EdgebenchError(f"--max-duration {max_given:g} is shorter than --duration {duration:g}: the window "
+                             "runs at least --duration and at most --max-duration seconds")
+    run = profile.run
+    if max_given is not None and duration is None and max_given < run.duration_s:
+        raise EdgebenchError(f"--max-duration {max_given:g} is shorter than run.duration_s {run.duration_s:g} "
+                             "of the profile: give --duration too")
+    max_d = max_given if max_given is not None else (
+        max(run.max_duration_s, duration) if duration is not None else None)
+    return profile.with_overrides("run", FLAGS["run"], duration_s=duration, max_duration_s=max_d,
+                                  min_inferences=min_inferences)
 
 
 def add_load_options(parser: argparse.ArgumentParser) -> None:
@@ -113,10 +180,10 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
                              "under both, side by side")
 
 
-def load_overrides(profile: Any, args: argparse.Namespace) -> Any:
+def load_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
     """The profile with the load options (--rate, --slo-ms, --max-streams, --gpu-sharing) applied."""
-    return profile.with_overrides("run", rate_hz=args.rate, slo_ms=args.slo_ms, max_streams=args.max_streams,
-                                  gpu_sharing=args.gpu_sharing)
+    return profile.with_overrides("run", FLAGS["run"], rate_hz=args.rate, slo_ms=args.slo_ms,
+                                  max_streams=args.max_streams, gpu_sharing=args.gpu_sharing)
 
 
 def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
@@ -132,32 +199,34 @@ def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--calibration-samples", type=int, metavar="N", help="int8 calibration images")
 
 
-def apply_accuracy(profile: Any, args: argparse.Namespace) -> Any:
+def apply_accuracy(profile: Profile, args: argparse.Namespace) -> Profile:
     """--weights/--dataset/--labels/--accuracy-samples/--calibration-samples into the profile (so profile.yaml
     of the run folder keeps them for --resume)."""
-    profile = profile.with_overrides("accuracy", weights=args.weights, dataset=args.dataset, labels=args.labels)
-    profile = profile.with_overrides("run", accuracy_samples=args.accuracy_samples)
-    source = "labelled" if args.dataset and profile.calibration["source"] == "synthetic" else None
-    return profile.with_overrides("calibration", source=source, samples=args.calibration_samples)
+    profile = profile.with_overrides("accuracy", FLAGS["accuracy"], weights=args.weights, dataset=args.dataset,
+                                     labels=args.labels)
+    profile = profile.with_overrides("run", FLAGS["run"], accuracy_samples=args.accuracy_samples)
+    source = "labelled" if args.dataset and profile.calibration.source == "synthetic" else None
+    return profile.with_overrides("calibration", FLAGS["calibration"], source=source,
+                                  samples=args.calibration_samples)
 
 
 def parse_bench_args(bench_args: list[str]) -> argparse.Namespace:
     """Bench args as `edgebench bench` reads them (argparse errors exit with its usage message)."""
-    parser = argparse.ArgumentParser(prog="edgebench bench")
+    parser = OneLineParser(prog="edgebench bench")
     add_bench_arguments(parser)
     return parser.parse_args(bench_args)
 
 
-def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
-    """The profile with the sweep/run options of `edgebench bench` (None = keep the profile's value) applied."""
+def apply_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
+    """The profile with the sweep/run options of `edgebench bench` (None = keep the profile's value) applied; an
+    error about a value a flag gave names the flag."""
 
-    if args.instances is not None and profile.sweep.get("placements"):
+    if args.instances is not None and profile.sweep.placements:
         # explicit placement sets decide the instance count; --instances replaces them with copies of the accelerator
-        data = profile.to_dict()
-        data["sweep"]["placements"] = None
-        profile = Profile(**data)
+        profile = profile.with_section("sweep", placements=None)
     profile = profile.with_overrides(
         "sweep",
+        FLAGS["sweep"],
         models=args.models,
         precisions=args.precisions,
         batches=args.batches,
@@ -165,7 +234,6 @@ def apply_overrides(profile: Any, args: argparse.Namespace) -> Any:
         backends=args.backends,
         modes=[args.mode] if args.mode else None,
     )
-    if args.duration is not None:
-        max_d = max(profile.run["max_duration_s"], args.duration)
-        profile = profile.with_overrides("run", duration_s=args.duration, max_duration_s=max_d)
-    return apply_accuracy(load_overrides(profile.with_overrides("run", repeats=args.repeats), args), args)
+    profile = window_overrides(profile, args)
+    profile = profile.with_overrides("run", FLAGS["run"], repeats=args.repeats)
+    return apply_accuracy(load_overrides(profile, args), args)

@@ -1,35 +1,36 @@
-"""Profiles and model specs: loaded from YAML, typed, validated, immutable.
+"""Profiles: loaded from YAML (`extends:` merged, duplicate keys refused with their lines), validated against the
+typed sections of sections.py, immutable.
 
-A profile is a YAML file under profiles/ (or any path); it may `extends:` another
-profile, whose values it overrides key by key (mappings merge, lists replace).
-A model spec is a YAML file under models/. Every error names the file and the field.
-The keys and their per-value rules are in config_fields.py; one measured configuration
-(`RunConfig`, importable from here too) is in run_config.py.
-
-Size: profiles and model specs share the YAML reading, the schema checks and the all-errors-at-once
-reporting; the model spec's named inputs (issue 10) took it past 400 lines. The next cut, if it grows,
-is the model-spec half into its own module.
+A profile is a YAML file under profiles/ (or any path); it may `extends:` another profile, whose values it
+overrides key by key (mappings merge, lists replace). Every error names the file and the dotted field, or the
+command-line flag when a flag gave the value (`Profile.origins`); all problems of a file are reported at once.
+The YAML reading is shared with model specs (models/spec.py). One measured configuration (`RunConfig`,
+importable from here too) is in run_config.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from edgebench.config.fields import (  # noqa: F401 - DTYPES: imported from config by callers
-    DTYPES,
-    GPU_SHARING,
-    MODEL_SCHEMA,
-    MODES,
-    PRECISIONS,
-    PROFILE_SCHEMA,
-    Problems,
-    check_value,
-)
+from edgebench.config.problems import Problems, problems_of, unknown_text
 from edgebench.config.run_config import RunConfig  # noqa: F401 - one home for the sweep's row type; callers import it here
+from edgebench.config.sections import (
+    SECTION_MODELS,
+    SECTIONS,
+    AccuracySection,
+    CalibrationSection,
+    CooldownSection,
+    PowerSection,
+    ProfileFile,
+    RunSection,
+    SweepSection,
+    TelemetrySection,
+)
 from edgebench.config.shapes import parse_shapes
+from edgebench.config.typed import ValidationError
 from edgebench.errors import ConfigError, EdgebenchError
 from edgebench.telemetry.catalog import SAMPLER_NAMES
 from edgebench.telemetry.power_calibration import parse_calibration, read_calibration_file
@@ -92,47 +93,86 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Profile:
+    """A validated profile: its sections as typed models (`profile.run.duration_s`), the file it came from and, for
+    values a command-line flag gave, that flag (`origins`: dotted field -> flag), which an error about the value
+    names. A section given as a mapping (`dataclasses.replace(p, run={...})`) is validated into its model."""
+
     name: str
     description: str
     device: str
     source: str  # file it came from (and its parents)
-    sweep: Mapping[str, Any]
-    run: Mapping[str, Any]
-    telemetry: Mapping[str, Any]
-    calibration: Mapping[str, Any]
-    power: Mapping[str, Any] = field(default_factory=dict)
-    accuracy: Mapping[str, Any] = field(default_factory=dict)
-    cooldown: Mapping[str, Any] = field(default_factory=dict)
+    sweep: SweepSection = field(default_factory=SweepSection)
+    run: RunSection = field(default_factory=RunSection)
+    telemetry: TelemetrySection = field(default_factory=TelemetrySection)
+    calibration: CalibrationSection = field(default_factory=CalibrationSection)
+    power: PowerSection = field(default_factory=PowerSection)
+    accuracy: AccuracySection = field(default_factory=AccuracySection)
+    cooldown: CooldownSection = field(default_factory=CooldownSection)
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems = Problems(self.source)
+        for section in SECTIONS:
+            given = getattr(self, section)
+            model = SECTION_MODELS[section]
+            if isinstance(given, model):
+                continue
+            try:
+                object.__setattr__(self, section, model.model_validate(dict(given)))
+            except ValidationError as exc:
+                for problem in problems_of(exc, model, dict(given), self.where, f"{section}."):
+                    problems.add(problem)
+        problems.raise_all()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "device": self.device,
-            "source": self.source,
-            "sweep": dict(self.sweep),
-            "run": dict(self.run),
-            "telemetry": dict(self.telemetry),
-            "calibration": dict(self.calibration),
-            "power": dict(self.power),
-            "accuracy": dict(self.accuracy),
-            "cooldown": dict(self.cooldown),
-        }
+        """Plain data (a loadable profile without `source`): top-level keys, then one mapping per section."""
+        out: dict[str, Any] = {"name": self.name, "description": self.description, "device": self.device,
+                               "source": self.source}
+        for section in SECTIONS:
+            out[section] = getattr(self, section).model_dump()
+        return out
 
-    def with_overrides(self, section: str, **values: Any) -> Profile:
-        """A copy with some values of one section replaced (validated like the file)."""
-        current = dict(getattr(self, section))
-        for key, value in values.items():
-            if value is None:
-                continue
-            spec = PROFILE_SCHEMA[section].get(key)
-            if spec is None:
-                raise ConfigError("command line", f"{section}.{key}", "unknown option")
-            current[key] = check_value("command line", f"{section}.{key}", spec, value)
-        data = self.to_dict()
-        data[section] = current
-        prof = Profile(**data)
-        _check_profile_semantics(prof)
+    def where(self, dotted: str) -> tuple[str, str]:
+        """(source, field) an error about `dotted` names: the flag that gave its value, else the file; and the field."""
+        return self.origins.get(dotted, self.source), dotted
+
+    def error(self, dotted: str, problem: str) -> ConfigError:
+        """A ConfigError about field `dotted`, naming its flag or its file (see where)."""
+        return ConfigError(*self.where(dotted), problem)
+
+    def with_section(self, section: str, flags: Mapping[str, str] | None = None, **values: Any) -> Profile:
+        """A copy with some values of one section replaced as they are (None included), not validated: for values
+        the command itself decides (edgebench run's single config). `flags` as in with_overrides."""
+        current = getattr(self, section)
+        origins = {**self.origins, **{f"{section}.{k}": flags[k] for k in values if flags and k in flags}}
+        return replace(self, origins=origins, **{section: current.model_copy(update=values)})
+
+    def with_overrides(self, section: str, flags: Mapping[str, str] | None = None, **values: Any) -> Profile:
+        """A copy with some values of one section replaced (None = keep), validated like the file. `flags` (key ->
+        flag) names the command-line flag each value came from: its errors, now and in the plan, name the flag."""
+        given = {k: v for k, v in values.items() if v is not None}
+        if not given:
+            return self
+        origins = {**self.origins, **{f"{section}.{k}": flags[k] for k in given if flags and k in flags}}
+        named = replace(self, origins=origins)
+
+        def where(dotted: str) -> tuple[str, str]:
+            return origins.get(dotted, "command line"), dotted
+
+        model = type(getattr(self, section))
+        data = {**getattr(self, section).model_dump(), **given}
+        try:
+            new = model.model_validate(data)
+        except ValidationError as exc:
+            problems = Problems("command line")
+            for problem in problems_of(exc, model, data, where, f"{section}."):
+                problems.add(problem)
+            problems.raise_all()
+            raise  # pragma: no cover - problems_of names at least one
+        prof = replace(named, **{section: new})
+        problems = Problems(prof.source)
+        problems.errors.extend(_semantic_problems(prof))
+        problems.raise_all()
         return prof
 
 
@@ -148,8 +188,14 @@ def profile_path(name_or_path: str) -> Path:
     candidate = PROFILES_DIR / f"{name_or_path}.yaml"
     if candidate.exists():
         return candidate
-    known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
-    raise ConfigError(str(name_or_path), "", f"unknown profile (known: {known})")
+    known = [p.stem for p in PROFILES_DIR.glob("*.yaml")]
+    raise ConfigError(str(name_or_path), "", _unknown_profile(name_or_path, known))
+
+
+def _unknown_profile(name: str, known: list[str]) -> str:
+    """'unknown profile (did you mean orin-nx?)', or with nothing close the list of known ones."""
+    text = unknown_text("profile", name, known)
+    return text.replace(f"unknown profile {name!r}", "unknown profile", 1)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -182,27 +228,6 @@ def _raw_profile(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any
     return merged, f"{path} (extends {parent_source})"
 
 
-def _check_keys(source: str, data: dict[str, Any], problems: Problems | None = None) -> None:
-    """Unknown keys, each one a problem (all collected in `problems`; raised at once without one)."""
-    own = problems or Problems(source)
-    for key, value in data.items():
-        if key in PROFILE_SCHEMA[""]:
-            continue
-        if key not in PROFILE_SCHEMA:
-            own.errors.append(ConfigError(source, key, f"unknown key (known: "
-                                          f"{', '.join(sorted(set(PROFILE_SCHEMA) - {''} | set(PROFILE_SCHEMA[''])))})"))
-            continue
-        if not isinstance(value, dict):
-            own.errors.append(ConfigError(source, key, f"expected a mapping, got {type(value).__name__}"))
-            continue
-        for sub in value:
-            if sub not in PROFILE_SCHEMA[key]:
-                own.errors.append(ConfigError(source, f"{key}.{sub}",
-                                              f"unknown key (known: {', '.join(sorted(PROFILE_SCHEMA[key]))})"))
-    if problems is None:
-        own.raise_all()
-
-
 def load_profile(name_or_path: str) -> Profile:
     path = profile_path(name_or_path)
     data, source = _raw_profile(path)
@@ -211,89 +236,76 @@ def load_profile(name_or_path: str) -> Profile:
 
 def profile_from_dict(data: dict[str, Any], source: str, default_name: str = "custom") -> Profile:
     """A validated Profile; every problem of `data` is reported in one ConfigError, not only the first."""
+    data = {k: v for k, v in data.items() if k != "extends"}  # resolved by _raw_profile
+    data.setdefault("name", default_name)
     problems = Problems(source)
-    _check_keys(source, data, problems)
-    top: dict[str, Any] = {}
-    for key, spec in PROFILE_SCHEMA[""].items():
-        if key == "extends":
-            continue
-        value = data.get(key, default_name if key == "name" else spec.default)
-        top[key] = problems.check(check_value, source, key, spec, value)
-    sections: dict[str, dict[str, Any]] = {}
-    for section, fields in PROFILE_SCHEMA.items():
-        if section == "":
-            continue
-        given = data.get(section, {}) or {}
-        if not isinstance(given, dict):  # already a problem from _check_keys
-            given = {}
-        values = {}
-        for key, spec in fields.items():
-            value = problems.check(check_value, source, f"{section}.{key}", spec, given.get(key, spec.default))
-            values[key] = spec.default if value is None and spec.default is not None else value
-        sections[section] = values
-    top = {k: (default_name if k == "name" else PROFILE_SCHEMA[""][k].default) if v is None else v
-           for k, v in top.items()}
-    prof = Profile(source=source, **top, **sections)
+    try:
+        checked = ProfileFile.model_validate(data)
+    except ValidationError as exc:
+        for problem in problems_of(exc, ProfileFile, data, lambda dotted: (source, dotted)):
+            problems.add(problem)
+        cleaned = _without(data, {e.field for e in problems.errors})
+        checked = ProfileFile.model_validate({"name": default_name, **cleaned})
+    prof = Profile(**dict(checked), source=source)  # the checked sections, as models
     failed = {e.field for e in problems.errors}
     if "run.duration_s" in failed:  # its default would make the max_duration_s comparison meaningless
         failed.add("run.max_duration_s")
-    for exc in _semantic_problems(prof):  # also when values were wrong: every problem at once
-        if exc.field not in failed:
-            problems.errors.append(exc)
+    for problem in _semantic_problems(prof):  # also when values were wrong: every problem at once
+        if problem.field not in failed:
+            problems.add(problem)
     problems.raise_all()
     return prof
 
 
-def _check_profile_semantics(prof: Profile) -> None:
-    problems = Problems(prof.source)
-    problems.errors.extend(_semantic_problems(prof))
-    problems.raise_all()
+def _without(data: dict[str, Any], failed: set[str]) -> dict[str, Any]:
+    """`data` without the keys that failed (sections that are no mapping, fields within sections), so the rest
+    validates with defaults in their place and the checks across fields still run."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in failed:
+            continue
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if f"{key}.{k}" not in failed}
+        out[key] = value
+    return out
 
 
 def _semantic_problems(prof: Profile) -> list[ConfigError]:
-    src = prof.source
-    problems = Problems(src)
-    for p in prof.sweep["precisions"]:
-        if p not in PRECISIONS:
-            problems.errors.append(ConfigError(src, "sweep.precisions", f"{p!r} is not one of {', '.join(PRECISIONS)}"))
-    for m in prof.sweep["modes"]:
-        if m not in MODES:
-            problems.errors.append(ConfigError(src, "sweep.modes", f"{m!r} is not one of {', '.join(MODES)}"))
-    if prof.run["max_duration_s"] < prof.run["duration_s"]:
-        problems.errors.append(ConfigError(
-            src, "run.max_duration_s",
-            f"{prof.run['max_duration_s']} is shorter than run.duration_s {prof.run['duration_s']}",
-        ))
-    if prof.run.get("slo_ms") is not None and prof.run.get("rate_hz") is None:
-        problems.errors.append(ConfigError(src, "run.slo_ms", "needs run.rate_hz (the arrival rate of each stream)"))
-    for model, text in (prof.sweep.get("shapes") or {}).items():
+    """What the types cannot say: checks across fields, shape texts, calibration files, known sampler names."""
+    problems: list[ConfigError] = []
+    run, sweep, power = prof.run, prof.sweep, prof.power
+    if run.max_duration_s < run.duration_s:
+        problems.append(prof.error("run.max_duration_s",
+                                   f"{run.max_duration_s} is shorter than run.duration_s {run.duration_s}"))
+    if run.slo_ms is not None and run.rate_hz is None:
+        problems.append(prof.error("run.slo_ms", "needs run.rate_hz (the arrival rate of each stream)"))
+    for model, text in (sweep.shapes or {}).items():
+        field = f"sweep.shapes.{model}"
         if not isinstance(text, str):
-            problems.errors.append(ConfigError(src, f"sweep.shapes.{model}", f"expected a shape text like "
-                                                                            f"'input:1x3x224x224', got {text!r}"))
+            problems.append(ConfigError(prof.source, field, f"expected a shape text like 'input:1x3x224x224', "
+                                                            f"got {text!r}"))
             continue
         try:
-            parse_shapes(text, f"sweep.shapes.{model}")
+            parse_shapes(text, field)
         except EdgebenchError as exc:
-            problems.errors.append(ConfigError(src, f"sweep.shapes.{model}", str(exc)))
-    tpi = prof.run["threads_per_instance"]
+            problems.append(ConfigError(prof.source, field, str(exc)))
+    tpi = run.threads_per_instance
     if tpi != "auto" and tpi < 1:
-        problems.errors.append(ConfigError(src, "run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
-
-    if prof.power.get("calibration") is not None:
+        problems.append(prof.error("run.threads_per_instance", f"{tpi} must be >= 1 or 'auto'"))
+    if power.calibration is not None:
         try:
-            parse_calibration(prof.power["calibration"], src, "power.calibration")
+            parse_calibration(power.calibration, prof.source, "power.calibration")
         except ConfigError as exc:
-            problems.errors.append(exc)
-    if prof.power.get("calibration_file"):
+            problems.append(exc)
+    if power.calibration_file:
         try:
-            read_calibration_file(prof.power["calibration_file"])
+            read_calibration_file(power.calibration_file)
         except ConfigError as exc:
-            problems.errors.append(exc)
-    for name in prof.telemetry["samplers"]:
+            problems.append(exc)
+    for name in prof.telemetry.samplers:
         if name not in SAMPLER_NAMES:
-            problems.errors.append(ConfigError(src, "telemetry.samplers", f"unknown sampler {name!r} "
-                                               f"(known: {', '.join(SAMPLER_NAMES)})"))
-    return problems.errors
+            problems.append(prof.error("telemetry.samplers", unknown_text("sampler", name, SAMPLER_NAMES)))
+    return problems
 
 
 def list_profiles() -> list[tuple[str, str]]:

@@ -1,16 +1,29 @@
 """One row of a sweep (`RunConfig`): everything that decides what is measured, its hash (--resume)
 and its label. Built by plan.py from a profile; checked on construction.
+
+The measurement settings a profile's `run` section gives (warmup_s, duration_s, ...) take their defaults from
+sections.RunSection, their one home. A field added after rows were first hashed declares the value it is left out
+of the hash at (`omitted_from_hash_when`), so rows made before it existed keep their hashes (--resume finds them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from edgebench.config.fields import GPU_SHARING, MODES, PRECISIONS
+from edgebench.config.sections import GPU_SHARING, MODES, PRECISIONS, RunSection
 from edgebench.errors import ConfigError
+from edgebench.placement import Placement, placements_of
+
+RUN = RunSection()  # the defaults of the run settings every row carries
+HASH_OMIT = "omitted_from_hash_when"
+
+
+def omitted_from_hash_when(value: Any) -> dict[str, Any]:
+    """Field metadata: the field is left out of config_hash() while it holds `value`."""
+    return {HASH_OMIT: value}
 
 
 @dataclass(frozen=True)
@@ -21,30 +34,36 @@ class RunConfig:
     backend: str
     precision: str
     batch: int
-    placements: tuple[str, ...]  # one per instance, e.g. ("cpu", "cpu") or ("gpu", "dla0")
+    placements: tuple[Placement, ...]  # one per instance, e.g. ("cpu", "cpu") or ("gpu", "dla0"); texts are parsed
     mode: str = "process"
     threads_per_instance: int = 1
-    warmup_s: float = 1.0
-    duration_s: float = 5.0
-    max_duration_s: float = 60.0
-    min_inferences: int = 662
-    sub_windows: int = 5
-    stability_tolerance_pct: float = 15.0
-    load_timeout_s: float = 300.0
-    barrier_timeout_s: float = 120.0
-    collect_timeout_s: float = 60.0
-    seed: int = 0
-    accuracy_samples: int = 16
+    warmup_s: float = RUN.warmup_s
+    duration_s: float = RUN.duration_s
+    max_duration_s: float = RUN.max_duration_s
+    min_inferences: int = RUN.min_inferences
+    sub_windows: int = RUN.sub_windows
+    stability_tolerance_pct: float = RUN.stability_tolerance_pct
+    load_timeout_s: float = RUN.load_timeout_s
+    barrier_timeout_s: float = RUN.barrier_timeout_s
+    collect_timeout_s: float = RUN.collect_timeout_s
+    seed: int = RUN.seed
+    accuracy_samples: int = RUN.accuracy_samples
     repeat: int = 0  # index among run.repeats identical measurements
-    kernel_profile_steps: int = 0
+    kernel_profile_steps: int = RUN.kernel_profile_steps
     options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)  # backend options, sorted
-    power_mode: str | None = None  # Jetson nvpmodel mode (name or id as written in power.modes); None = unchanged
-    rate_hz: float | None = None  # open loop: arrivals per second per instance (stream); None = closed loop
-    gpu_sharing: str = "time-slicing"  # "mps": the row's instances run under an edgebench-started MPS daemon
-    slo_ms: float | None = None  # a probe of an SLO search: the row says whether its p99 stayed under this
-    input_values: tuple[tuple[str, Any], ...] = ()  # fixed input values (--value, a spec's values:), sorted
+    # Jetson nvpmodel mode (name or id as written in power.modes); None = unchanged
+    power_mode: str | None = field(default=None, metadata=omitted_from_hash_when(None))
+    # open loop: arrivals per second per instance (stream); None = closed loop
+    rate_hz: float | None = field(default=RUN.rate_hz, metadata=omitted_from_hash_when(None))
+    # "mps": the row's instances run under an edgebench-started MPS daemon
+    gpu_sharing: str = field(default="time-slicing", metadata=omitted_from_hash_when("time-slicing"))
+    # a probe of an SLO search: the row says whether its p99 stayed under this
+    slo_ms: float | None = field(default=RUN.slo_ms, metadata=omitted_from_hash_when(None))
+    # fixed input values (--value, a spec's values:), sorted; two values are two configs
+    input_values: tuple[tuple[str, Any], ...] = field(default=(), metadata=omitted_from_hash_when({}))
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "placements", placements_of(self.placements))  # texts from tests, plan.json
         if self.batch < 1:
             raise ConfigError("run config", "batch", f"{self.batch} must be >= 1")
         if not self.placements:
@@ -76,7 +95,7 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["placements"] = list(self.placements)
+        d["placements"] = [str(p) for p in self.placements]
         d["options"] = dict(self.options)
         d["input_values"] = dict(self.input_values)
         return d
@@ -84,16 +103,9 @@ class RunConfig:
     def config_hash(self) -> str:
         """Stable identity of what is measured (used by --resume)."""
         d = self.to_dict()
-        if d.get("power_mode") is None:  # rows without a power mode keep the hashes they had before it existed
-            d.pop("power_mode", None)
-        if d.get("rate_hz") is None:  # likewise closed-loop rows and time-slicing rows
-            d.pop("rate_hz", None)
-        if d.get("gpu_sharing") == "time-slicing":
-            d.pop("gpu_sharing", None)
-        if d.get("slo_ms") is None:
-            d.pop("slo_ms", None)
-        if not d.get("input_values"):  # likewise rows without fixed input values; two values are two configs
-            d.pop("input_values", None)
+        for f in fields(self):  # fields added later are left out at their old value: old rows keep their hashes
+            if HASH_OMIT in f.metadata and d[f.name] == f.metadata[HASH_OMIT]:
+                del d[f.name]
         payload = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -118,5 +130,5 @@ class RunConfig:
 
     @property
     def uses_gpu(self) -> bool:
-        """Some placement is a CUDA GPU ('cuda', 'gpu', 'cuda:N')."""
-        return any(p in ("cuda", "gpu") or p.startswith("cuda:") for p in self.placements)
+        """Some placement is a CUDA GPU ('cuda', 'gpu', 'cuda:N', 'gpu:N')."""
+        return any(p.is_gpu for p in self.placements)

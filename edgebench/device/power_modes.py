@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -164,7 +165,10 @@ class PowerModeController:
             message = "could not restore the board: " + "; ".join(errors)
             if exc is None:
                 raise PowerModeError(message)
-            exc.add_note(message)
+            if sys.version_info >= (3, 11):
+                exc.add_note(message)
+            else:  # Python 3.10 (JetPack 6) has no add_note: say it beside the exception that is on its way
+                print(f"edgebench: {message}", file=sys.stderr)
         return False
 
     def restore(self) -> list[str]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from edgebench.config.fields import MODEL_SCHEMA, check_value
+from edgebench.config.problems import Problems, problems_of
 from edgebench.config.profile import MODELS_DIR, _read_yaml
 from edgebench.config.shapes import parse_shapes
+from edgebench.config.typed import ValidationError
 from edgebench.errors import ConfigError, EdgebenchError, ModelError
 from edgebench.models.inputs import (
     INPUT_DTYPES,
@@ -21,6 +22,7 @@ from edgebench.models.inputs import (
     role_for,
     with_values,
 )
+from edgebench.models.spec_file import ModelSpecFile
 
 
 @dataclass(frozen=True)
@@ -108,21 +110,24 @@ class ModelSpec:
         return "random-init"
 
 
+SPEC_FIELDS = frozenset(f.name for f in fields(ModelSpec))  # a file key ModelSpec lacks is checked, not kept
 NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data", "batch_axis", "values")
-OPTIONAL_SPEC_KEYS = ("weights", "onnx_path", "preprocess", *NEW_SPEC_KEYS)
 
 
 def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
-    for key in data:
-        if key not in MODEL_SCHEMA:
-            raise ConfigError(source, key, f"unknown key (known: {', '.join(sorted(MODEL_SCHEMA))})")
-    values: dict[str, Any] = {}
-    for key, spec in MODEL_SCHEMA.items():
-        optional = key in OPTIONAL_SPEC_KEYS or (key == "input_shape" and (data.get("inputs") or
-                                                                            data.get("source") == "onnx"))
-        if key not in data and spec.default is None and not optional:
-            raise ConfigError(source, key, "is required")
-        values[key] = check_value(source, key, spec, data.get(key, spec.default))
+    """A validated ModelSpec from a spec file's mapping; errors name `source` and the field. Types, limits and
+    unknown keys are ModelSpecFile's to check (every such problem at once); what spans keys is checked here."""
+    try:
+        checked = ModelSpecFile.model_validate(data)
+    except ValidationError as exc:
+        problems = Problems(source)
+        for problem in problems_of(exc, ModelSpecFile, data, lambda dotted: (source, dotted)):
+            problems.add(problem)
+        problems.raise_all()
+        raise  # pragma: no cover - problems_of names at least one
+    values = checked.model_dump()
+    if values["input_shape"] is None and not values["inputs"] and values["source"] != "onnx":
+        raise ConfigError(source, "input_shape", "is required")
     if values["source"] in ("torchvision", "builtin") and not values["arch"]:
         raise ConfigError(source, "arch", f"is required for source {values['source']}")
     if values["source"] == "onnx" and not values["onnx_path"]:
@@ -154,7 +159,7 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
         del values[key]
     values["outputs"] = tuple(values["outputs"] or ())
     values["config"] = dict(values["config"] or {})
-    return ModelSpec(spec_file=source, **values)
+    return ModelSpec(spec_file=source, **{key: value for key, value in values.items() if key in SPEC_FIELDS})
 
 
 INPUT_KEYS = ("name", "dtype", "shape", "vocab", "role", "batch_axis")

@@ -16,7 +16,7 @@ from edgebench.results.row import why_empty
 
 def idle_absent(profile: Profile) -> str:
     """Why the sweep has no idle baseline (pipeline.idle.idle_baseline gave none)."""
-    if profile.telemetry["idle_baseline_s"] <= 0:
+    if profile.telemetry.idle_baseline_s <= 0:
         return "idle baseline off (telemetry.idle_baseline_s = 0)"
     return "no power measurable for an idle baseline before the sweep"
 

@@ -19,7 +19,7 @@ from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.model_cache import ModelCache
-from edgebench.pipeline.phases import PhaseClock
+from edgebench.pipeline.phases import PhaseClock, announce
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.pipeline.row_steps import RowFacts
 from edgebench.results.row import IdleBaseline
@@ -80,11 +80,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     with clock("probe"):  # never in a measured process; reused across batches and instance counts
         probe = facts.probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
     facts.verdict.probe_notes = probe_fields(probe, "").get("reason", "")
-    interval = profile.telemetry["interval_s"]
+    interval = profile.telemetry.interval_s
     # placements: nvml samples every GPU the row's instances use (power/energy summed over them)
-    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, interval, placements=cfg.placements) for name in profile.telemetry.samplers]
 
     with gpu_sharing(cfg, row_dir) as sharing:  # mps: a daemon for this row's instances, stopped after them
+        announce("measuring")  # the instances: spawn, load, warm-up, window
         t_runner = time.monotonic()
         outcome = facts.run = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env,
                                                          probe=probe, pool=pool)
@@ -98,7 +99,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     summary = facts.summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
     facts.verdict.judged = judge(summary, cfg)
     facts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
-    facts.samplers = tuple(profile.telemetry["samplers"])  # the empty_reasons step names them
+    facts.samplers = tuple(profile.telemetry.samplers)  # the empty_reasons step names them
     if idle_power_w is not None:
         facts.idle = IdleBaseline(idle_power_w, gpu_board_ok=idle_applies({"power_scope": "gpu-board"}, samplers))
     else:
@@ -133,14 +134,14 @@ def _written(facts: RowFacts, cfg: RunConfig, row_dir: Path, outcome: Any, label
 def power_calibration(profile: Profile, board: str | None = None) -> tuple[PowerCalibration | None, str]:
     """(the profile's power calibration for this board, or None and why when a file has none for it)."""
     power = profile.power
-    if power.get("calibration"):
-        return parse_calibration(power["calibration"], profile.source, "power.calibration",
+    if power.calibration:
+        return parse_calibration(power.calibration, profile.source, "power.calibration",
                                  f"profile {profile.name}"), ""
-    if power.get("calibration_file"):
-        boards = read_calibration_file(power["calibration_file"])
+    if power.calibration_file:
+        boards = read_calibration_file(power.calibration_file)
         board = board_name() if board is None else board
         cal = for_board(boards, board)
-        return cal, "" if cal else f"none: {power['calibration_file']} has no entry for board {board or '(unreadable)'!r}"
+        return cal, "" if cal else f"none: {power.calibration_file} has no entry for board {board or '(unreadable)'!r}"
     return None, ""
 
 

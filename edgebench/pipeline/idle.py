@@ -23,10 +23,10 @@ def idle_baseline(profile: Profile) -> tuple[float | None, str]:
     import time
 
 
-    seconds = profile.telemetry["idle_baseline_s"]
+    seconds = profile.telemetry.idle_baseline_s
     if seconds <= 0:
         return None, "idle baseline off (telemetry.idle_baseline_s = 0)"
-    samplers = [registry.make_sampler(name, profile.telemetry["interval_s"]) for name in profile.telemetry["samplers"]]
+    samplers = [registry.make_sampler(name, profile.telemetry.interval_s) for name in profile.telemetry.samplers]
     for s in samplers:
         s.start()
     t0 = time.monotonic_ns()

@@ -9,11 +9,31 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 MEASURED_PHASES = ("window", "warmup")  # what a row is for; everything else is set-up
 RUNNER_PHASES = {"spawn": "spawn", "load": "load", "warmup": "warmup", "measure": "window", "collect": "collect",
                  "probe": "probe"}
+
+
+# who wants to hear a row's phase as it starts (the live progress display: commands/progress.py); times nothing
+_listeners: list[Callable[[str], None]] = []
+
+
+@contextlib.contextmanager
+def phase_listener(listener: Callable[[str], None]) -> Iterator[None]:
+    """Call `listener(phase name)` whenever a row's phase starts, for the duration of the block."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def announce(name: str) -> None:
+    for listener in list(_listeners):
+        with contextlib.suppress(Exception):  # a display never costs a measurement
+            listener(name)
 
 
 class PhaseClock:
@@ -23,6 +43,7 @@ class PhaseClock:
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
+        announce(name)
         t = time.monotonic()
         try:
             yield

@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from edgebench.backends.registry import get_backend
+from edgebench.backends.registry import BACKEND_NAMES, get_backend
+from edgebench.config.problems import did_you_mean, unknown_text
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
-from edgebench.errors import ConfigError, EdgebenchError
+from edgebench.errors import EdgebenchError
 from edgebench.models.spec import list_models, load_model_spec
+from edgebench.placement import Placement, placements_of
 from edgebench.runner.mps import mps_missing_reason
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,13 +26,13 @@ class PlannedRun:
     skip_reason: str | None  # None = will run
 
 
-def placement_sets(profile: Profile) -> list[tuple[str, ...]]:
-    """Explicit `sweep.placements`, else `sweep.instances` copies of `sweep.accelerator`."""
-    explicit = profile.sweep.get("placements")
+def placement_sets(profile: Profile) -> list[tuple[Placement, ...]]:
+    """Explicit `sweep.placements`, else `sweep.instances` copies of `sweep.accelerator`: parsed here, once."""
+    explicit = profile.sweep.placements
     if explicit:
-        return [tuple(s) for s in explicit]
-    acc = profile.sweep["accelerator"]
-    return [(acc,) * n for n in profile.sweep["instances"]]
+        return [placements_of(s) for s in explicit]
+    acc = Placement(profile.sweep.accelerator)
+    return [(acc,) * n for n in profile.sweep.instances]
 
 
 HARNESS_CORES = 1  # threads_per_instance auto keeps this many cores for the orchestrator and the samplers
@@ -41,7 +43,7 @@ def threads_for(profile: Profile, instances: int, cpu_count: int, resumed: Mappi
     least 1 (on 2 cores a single instance gets 1 thread; with as many instances as cores they share anyway).
     `resumed` (instances -> threads): what the run being resumed already chose for auto, which wins, so an older
     edgebench's choice (or another machine's) does not turn its finished rows into new configurations."""
-    tpi = profile.run["threads_per_instance"]
+    tpi = profile.run.threads_per_instance
     if tpi == "auto":
         if resumed and instances in resumed:
             return resumed[instances]
@@ -51,7 +53,7 @@ def threads_for(profile: Profile, instances: int, cpu_count: int, resumed: Mappi
 
 def threads_note(profile: Profile, instances: int, cpu_count: int, threads: int) -> str:
     """The row's threads_note: how threads_per_instance was chosen."""
-    if profile.run["threads_per_instance"] != "auto":
+    if profile.run.threads_per_instance != "auto":
         return f"run.threads_per_instance: {threads}"
     if threads != threads_for(profile, instances, cpu_count):
         return f"auto: {threads}, as the run being resumed chose it for {instances} instance(s)"
@@ -67,7 +69,7 @@ def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | 
     fixed = (fixed_batches or {}).get(model)
     if fixed is None and model in set(list_models()):
         fixed = load_model_spec(model).fixed_batch
-    return [fixed] if fixed is not None else list(profile.sweep["batches"])
+    return [fixed] if fixed is not None else list(profile.sweep.batches)
 
 
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
@@ -82,35 +84,35 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
     part of each config (its hash and label).
     """
 
-    models = [onnx_model] if onnx_model else list(profile.sweep["models"])
+    models = [onnx_model] if onnx_model else list(profile.sweep.models)
     if not onnx_model:
-        known = set(list_models())
+        known = list_models()
         for m in models:
             if m not in known:
-                raise ConfigError(profile.source, "sweep.models", f"unknown model {m!r} (known: {', '.join(sorted(known))})")
+                raise profile.error("sweep.models", unknown_text("model", m, known))
     backends = {}
-    for name in profile.sweep["backends"]:
+    for name in profile.sweep.backends:
         try:
             backends[name] = get_backend(name)
         except EdgebenchError as exc:
-            raise ConfigError(profile.source, "sweep.backends", str(exc)) from None
+            near = did_you_mean(name, BACKEND_NAMES) if ":" not in name else None
+            raise profile.error("sweep.backends", unknown_text("backend", name, BACKEND_NAMES) if near
+                                else str(exc)) from None
 
     run = profile.run
-    option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.get("option_sets") or [{}])]
-    sharing = run.get("gpu_sharing", "time-slicing")
-    sharing_modes = [sharing] if isinstance(sharing, str) else list(dict.fromkeys(sharing))
-    power_modes: list[str | None] = [str(m) for m in (profile.power.get("modes") or [])] or [None]
-    if power_modes != [None] and not profile.power.get("allow_changes"):
-        raise ConfigError(profile.source, "power.allow_changes",
-                          f"power.modes {power_modes} would change the board's power mode (nvpmodel, needs root); "
-                          "set power.allow_changes: true to allow it")
+    option_sets = [tuple(sorted(o.items())) for o in (profile.sweep.option_sets or [{}])]
+    power_modes: list[str | None] = [str(m) for m in (profile.power.modes or [])] or [None]
+    if power_modes != [None] and not profile.power.allow_changes:
+        raise profile.error("power.allow_changes",
+                            f"power.modes {power_modes} would change the board's power mode (nvpmodel, needs root); "
+                            "set power.allow_changes: true to allow it")
     planned: list[PlannedRun] = []
     batches = {m: model_batches(profile, m, fixed_batches) for m in models}
     combos = (
         (pm, m, b, p, batch, pl, mo, g, o, r)
-        for pm, m, b, p in itertools.product(power_modes, models, backends, profile.sweep["precisions"])
-        for batch, pl, mo, g, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep["modes"],
-                                                        sharing_modes, option_sets, range(run["repeats"]))
+        for pm, m, b, p in itertools.product(power_modes, models, backends, profile.sweep.precisions)
+        for batch, pl, mo, g, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep.modes,
+                                                        run.sharing_modes, option_sets, range(run.repeats))
     )
     for power_mode, model, backend_name, precision, batch, placements, mode, sharing, options, repeat in combos:
         cfg = RunConfig(
@@ -121,25 +123,12 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
             placements=placements,
             mode=mode,
             threads_per_instance=threads_for(profile, len(placements), env.cpu_count, resumed_threads),
-            warmup_s=run["warmup_s"],
-            duration_s=run["duration_s"],
-            max_duration_s=run["max_duration_s"],
-            min_inferences=run["min_inferences"],
-            sub_windows=run["sub_windows"],
-            stability_tolerance_pct=run["stability_tolerance_pct"],
-            load_timeout_s=run["load_timeout_s"],
-            barrier_timeout_s=run["barrier_timeout_s"],
-            collect_timeout_s=run["collect_timeout_s"],
-            seed=run["seed"],
-            accuracy_samples=run["accuracy_samples"],
             repeat=repeat,
-            kernel_profile_steps=run["kernel_profile_steps"],
             options=options,
             power_mode=power_mode,
-            rate_hz=run.get("rate_hz"),
-            slo_ms=run.get("slo_ms"),
             gpu_sharing=sharing,
             input_values=tuple(sorted((input_values or {}).get(model, {}).items())),
+            **run.per_row_values(),  # warmup_s, duration_s, ...: the run fields marked per_row
         )
         planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))
     return planned

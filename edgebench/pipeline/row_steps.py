@@ -41,7 +41,7 @@ from edgebench.results.row import (
 )
 from edgebench.results.schema import COLUMNS, SchemaError, ownership_problems
 from edgebench.runner.load import load_fields, slo_fields
-from edgebench.runner.metrics import Summary
+from edgebench.runner.metrics import Summary, percentile_gaps
 from edgebench.runner.orchestrator import RunOutcome
 from edgebench.runner.probe import ProbeResult
 from edgebench.telemetry.power_calibration import PowerCalibration, calibrated_fields
@@ -179,7 +179,8 @@ def empty_reasons_columns(f: RowFacts, row: Row) -> Columns:
     if row.get("status") not in MEASURED:
         return {}
     absent = None if f.idle is not None else (f.idle_absent or "no idle baseline for this sweep")
-    reasons = [why_empty(row, f.samplers, absent), cosine_empty_reason(row)]
+    latency = percentile_gaps(f.summary, f.cfg) if f.summary is not None and f.cfg is not None else []
+    reasons = [why_empty(row, f.samplers, absent, latency), cosine_empty_reason(row)]
     return {"empty_reasons": "; ".join(r for r in reasons if r) or None}
 
 

@@ -217,7 +217,7 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
     groups: dict[str, list[RunConfig]] = {}
     for p in planned:
         groups.setdefault(search_key(p.cfg), []).append(p.cfg)
-    max_streams = int(profile.run.get("max_streams", 64))
+    max_streams = profile.run.max_streams
     results = []
     with worker_pool(profile) as pool:  # one warm pool for every probe of every search (run.workers: warm)
         for cfgs in groups.values():

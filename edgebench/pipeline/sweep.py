@@ -69,7 +69,7 @@ def run_sweep(
 
     done = store.done_hashes()
     todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
-    with power_mode_session(todo, profile.power, profile.source) as power, \
+    with power_mode_session(todo, profile.power.model_dump(), profile.source) as power, \
             worker_pool(profile, pool) as workers:
         return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, power, workers)
 
@@ -78,7 +78,7 @@ def run_sweep(
 def worker_pool(profile: Profile, given: WarmPool | None = None) -> Iterator[WarmPool | None]:
     """The caller's pool; else, with run.workers: warm, a pool retired on the way out; else None (fresh processes for
     every row). _run_rows tells the pool what each block of rows of one key needs (warm_pool.block_needs)."""
-    if given is not None or profile.run.get("workers", "warm") != "warm":
+    if given is not None or profile.run.workers != "warm":
         yield given
         return
     with WarmPool() as pool:
@@ -94,12 +94,13 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
     written: list[dict[str, Any]] = []
     needs = block_needs([p.cfg if p.skip_reason is None and p.cfg.config_hash() not in done else None
                          for p in planned])
-    thermal = Thermal(profile.cooldown, gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
+    thermal = Thermal(profile.cooldown.model_dump(), gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
     for i, p in enumerate(planned):
         cfg = p.cfg
         if cfg.config_hash() in done:
             if on_row:
-                on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label()})
+                on_row(i, len(planned), {"status": "resumed", "model": cfg.model, "label": cfg.label(),
+                                         "placement": cfg.placement})
             continue
         ident = identity(cfg, run_dir.name, next_index)
         row_dir = run_dir / "rows" / f"{next_index:04d}-{cfg.config_hash()}"

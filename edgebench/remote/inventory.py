@@ -114,7 +114,7 @@ def _load_with_api(path: Path, pattern: str) -> list[InventoryHost]:
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
 
-    from ansible import constants as ansible_constants  # lazy: ansible-core is optional
+    from ansible import constants as ansible_constants  # type: ignore[attr-defined]  # lazy: ansible-core is optional
 
     ansible_constants.INVENTORY_UNPARSED_IS_FAILED = True  # a file no plugin parses is an error, not 0 hosts
     captured = io.StringIO()

@@ -42,7 +42,7 @@ def sweep_models(bench_args: list[str]) -> list[str]:
 
     args = parse_bench_args(bench_args)
     profile = apply_overrides(load_profile(args.device or "host"), args)
-    return list(profile.sweep["models"])
+    return list(profile.sweep.models)
 
 
 def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cache_root: str | None) -> Shipment:

@@ -26,7 +26,7 @@ from edgebench.results.runs import Run
 
 BATCH_FACET = ("model", "backend", "instances", "mode", "options", "power_mode")  # power_mode: Jetson nvpmodel
 INSTANCES_FACET = ("model", "backend", "batch", "mode", "options", "power_mode")
-X_AXES = {"batch": ("batch (images per inference)", BATCH_FACET), "instances": ("concurrent instances", INSTANCES_FACET)}
+X_AXES = {"batch": ("batch (samples per inference)", BATCH_FACET), "instances": ("concurrent instances", INSTANCES_FACET)}
 
 
 def measured_values(runs: list[Run], col: str) -> set[float]:
@@ -48,7 +48,7 @@ def one_batch_note(runs: list[Run], what: str, prefix: str) -> FigureData:
     alt = x_axis(runs)
     instead = ("drawn against concurrent instances instead" if alt == "instances" and what != "Throughput" else
                "see throughput vs instances" if alt == "instances" else "see the results and repeats tables")
-    return FigureData(prefix, f"{what} vs batch", "batch (images per inference)", [""],
+    return FigureData(prefix, f"{what} vs batch", "batch (samples per inference)", [""],
                       absent_reason=f"every row ran at batch {', '.join(f'{b:g}' for b in batches) or '?'}: a vs-batch "
                                     f"figure would have one point per line ({instead}; sweep.batches with 2+ values "
                                     "draws it)")
@@ -115,7 +115,7 @@ def _empty_why(col: str) -> str:
 def throughput_vs_batch(runs: list[Run]) -> list[FigureData]:
     if x_axis(runs) != "batch":  # throughput vs instances is scaling_plots' figure
         return [one_batch_note(runs, "Throughput", "throughput_vs_batch")]
-    return _vs_batch(runs, "throughput_vs_batch", [("throughput_ips", "", "-", "o")], "throughput (images/s)",
+    return _vs_batch(runs, "throughput_vs_batch", [("throughput_ips", "", "-", "o")], "throughput (samples/s)",
                      "Throughput")
 
 
@@ -127,7 +127,7 @@ def latency_vs_batch(runs: list[Run]) -> list[FigureData]:
     if axis is None:
         return [one_batch_note(runs, "Latency p50 / p99", "latency_vs_batch")]
     prefix = "latency_vs_batch" if axis == "batch" else "latency_vs_instances"
-    figures = _vs_batch(runs, prefix, LATENCY, "latency of one inference (ms)", "Latency p50 / p99", log_y=True,
+    figures = _vs_batch(runs, prefix, LATENCY, "latency of one inference (ms/batch)", "Latency p50 / p99", log_y=True,
                         x_col=axis)
     return figures if axis == "batch" else [one_batch_note(runs, "Latency p50 / p99", "latency_vs_batch"), *figures]
 
@@ -137,13 +137,13 @@ def energy_vs_batch(runs: list[Run]) -> list[FigureData]:
     if not any(r.get("energy_per_inference_mj") is not None for r in rows):
         sources = sorted({r.get("energy_source") or "" for r in rows if r.get("energy_source")})
         why = "; ".join(sources) if sources else "no energy_source recorded"
-        return [FigureData("energy_vs_batch", "Energy per inference", "batch (images per inference)",
-                           ["energy per image (mJ)"],
+        return [FigureData("energy_vs_batch", "Energy per inference", "batch (samples per inference)",
+                           ["energy per inference (mJ/sample)"],
                            absent_reason=f"no row has energy_per_inference_mj (energy_source: {why})")]
     axis = x_axis(runs)
     if axis is None:
         return [one_batch_note(runs, "Energy per inference", "energy_vs_batch")]
     figures = _vs_batch(runs, "energy_vs_batch" if axis == "batch" else "energy_vs_instances",
-                        [("energy_per_inference_mj", "", "-", "o")], "energy per image (mJ)", "Energy per inference",
+                        [("energy_per_inference_mj", "", "-", "o")], "energy per inference (mJ/sample)", "Energy per inference",
                         x_col=axis)
     return [f for f in figures if f.absent_reason is None]

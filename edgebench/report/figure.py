@@ -5,7 +5,8 @@ here (rows grouped into one figure per configuration, series of row values with 
 the ok points, the caption counting rows by status) are shared by every figure kind built from result rows:
 batch_plots, scaling_plots, load_plots.
 
-How non-ok rows appear: invalid rows are hollow markers (their value is a measurement the row says not to
+How rows appear: ok rows of one x (repeats) are drawn as their median with its 95% interval as a bar (one ok
+repeat: the point alone); invalid rows are hollow markers (their value is a measurement the row says not to
 trust), failed rows are an x on the x axis (they have no value), skipped rows are counted in the caption
 with their reasons. Lines join the medians of ok rows only.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgebench.report.intervals import median_ci
 from edgebench.results.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9._+]+")
@@ -39,6 +41,11 @@ class Series:
     points: list[Point] = field(default_factory=list)
     line_x: list[float] = field(default_factory=list)  # medians of ok points per x
     line_y: list[float] = field(default_factory=list)
+    # the 95% interval of each median (report.intervals); None where one ok repeat has no interval; empty for lines
+    # that are not medians of rows (telemetry traces, references)
+    line_lo: list[float | None] = field(default_factory=list)
+    line_hi: list[float | None] = field(default_factory=list)
+    line_n: list[int] = field(default_factory=list)  # ok repeats behind each median
     color_key: str = ""
     linestyle: str = "-"
     marker: str = "o"
@@ -112,7 +119,11 @@ def series_from_rows(label: str, rows: list[dict[str, Any]], x_col: str, y_col: 
             ok_by_x[x].append(y)
     s.points.sort(key=lambda p: p.x)
     s.line_x = sorted(ok_by_x)
+    intervals = [median_ci(ok_by_x[x]) for x in s.line_x]
     s.line_y = [statistics.median(ok_by_x[x]) for x in s.line_x]
+    s.line_lo = [iv.lo for iv in intervals]
+    s.line_hi = [iv.hi for iv in intervals]
+    s.line_n = [iv.n for iv in intervals]
     return s, empty
 
 

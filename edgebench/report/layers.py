@@ -1,11 +1,13 @@
 """The per-layer page of a report: for every row with rows/<i>/layers.csv (trt option layer_profile), a
 horizontal bar figure of its top layers (mean ms per inference, coloured by GPU/DLA, share in the label) and
-a table, written to <report>/layers.md with the figures under <report>/figures/layers_<row>.<fmt>."""
+a table, written to <report>/layers.md with the figures under <report>/figures/layers_<row>.<fmt> (double-column
+width, the title in layers_<row>.caption.txt/.tex)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from edgebench.report.paper_style import DOUBLE_COLUMN_IN, save, style, write_caption
 from edgebench.results.confine import inside
 from edgebench.results.layer_profile import LayerRow, read_layers_csv, top_layers
 
@@ -19,31 +21,29 @@ def short(name: str, width: int = 60) -> str:
 
 def draw_top_layers(rows: list[LayerRow], out_base: Path, title: str, formats: tuple[str, ...] = ("png",),
                     top: int = TOP_N) -> list[Path]:
-    """The figure of the `top` slowest layers; the files written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The figure of the `top` slowest layers at double-column width (7.16 in: layer names need it; text >= 7 pt),
+    its title in <name>.caption.txt/.tex beside it (report.paper_style); the image files written."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
 
     chosen = top_layers(rows, top)[::-1]  # slowest at the top of the chart
-    fig, ax = plt.subplots(figsize=(10, 0.38 * len(chosen) + 1.4))
-    ax.barh(range(len(chosen)), [r.time_ms for r in chosen],
-            color=[DEVICE_COLOURS.get(r.device, "#888888") for r in chosen])
-    ax.set_yticks(range(len(chosen)))
-    ax.set_yticklabels([f"{short(r.layer)} ({r.share_pct:.1f}%)" for r in chosen], fontsize=7)
-    ax.set_xlabel("time per inference (ms)")
-    ax.set_title(title, fontsize=9)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for d, c in DEVICE_COLOURS.items()
-               if any(r.device == d for r in chosen)]
-    ax.legend(handles, [d for d in DEVICE_COLOURS if any(r.device == d for r in chosen)], loc="lower right")
-    fig.tight_layout()
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    files = []
-    for fmt in formats:
-        path = out_base.with_suffix(f".{fmt}")
-        fig.savefig(path, dpi=120)
-        files.append(path)
-    plt.close(fig)
+    with style():
+        fig = Figure(figsize=(DOUBLE_COLUMN_IN, 0.16 * len(chosen) + 0.8), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        ax.barh(range(len(chosen)), [r.time_ms for r in chosen],
+                color=[DEVICE_COLOURS.get(r.device, "#888888") for r in chosen])
+        ax.set_yticks(range(len(chosen)))
+        ax.set_yticklabels([f"{short(r.layer)} ({r.share_pct:.1f}%)" for r in chosen])
+        ax.set_xlabel("time per inference (ms)")
+        devices = [d for d in DEVICE_COLOURS if any(r.device == d for r in chosen)]
+        ax.legend(handles=[Patch(color=DEVICE_COLOURS[d], label=d) for d in devices], loc="lower right",
+                  frameon=False)
+        files = save(fig, out_base.parent, out_base.name, formats)
+    write_caption(out_base.parent, out_base.name, title,
+                  ["mean time per inference of each layer (TensorRT IProfiler, outside the measured window); "
+                   "share of the sum of layer times in brackets; colour: the engine's device (GPU or DLA)"])
     return files
 
 

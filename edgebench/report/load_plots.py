@@ -87,8 +87,8 @@ def _per_variant(runs: list[Run]) -> list[FigureData]:
         rows = [row for _r, row in members]
         for col, label, style, marker in (("latency_ms_p50", "p50", "-", "o"), ("latency_ms_p99", "p99", "--", "^")):
             s, _empty = series_from_rows(label, rows, "instances", col)
-            if s.points:
-                s.color_key, s.linestyle, s.marker = label, style, marker
+            if s.points:  # the precision's colour as in every figure; p50 and p99 differ by line and marker
+                s.color_key, s.linestyle, s.marker = str(keys["precision"]), style, marker
                 fig.series.append(s)
         xs = {p.x for s in fig.series for p in s.points}
         slos = _slo_lines(fig, rows, xs)
@@ -96,7 +96,8 @@ def _per_variant(runs: list[Run]) -> list[FigureData]:
         for row in sorted(rows, key=lambda r: r.get("instances") or 0):
             n, offered, achieved = row.get("instances"), row.get("offered_rate_hz"), row.get("achieved_rate_hz")
             if n is not None and offered is not None and achieved is not None:
-                met = {True: ", SLO met", False: ", SLO missed"}.get(row.get("slo_met"), "")
+                met = {True: ", SLO met", False: ", SLO missed"}.get(bool(row["slo_met"]), "") \
+                    if row.get("slo_met") is not None else ""
                 rates[n].append(f"{n:g}: {achieved:.4g}/{offered:.4g}{met}")
         if rates:
             fig.caption.append("streams: achieved/offered inferences per second: "

@@ -82,7 +82,8 @@ def groups(runs: list[Run]) -> list[Group]:
     for setup in setups(runs)[0]:
         by_key: dict[tuple, list[Candidate]] = defaultdict(list)
         for cand in candidates(setup.runs, setup.label, ("throughput_ips",), LeftOut()):
-            by_key[(cand.model, *(cand.identity.get(k) for k in GROUP_KEYS))].append(cand)
+            key = (cand.model, *(cand.identity.get(k) for k in GROUP_KEYS))
+            by_key[key].append(cand)
         for key, members in by_key.items():
             out.append(Group(setup.label, str(key[0]), dict(zip(GROUP_KEYS, key[1:])), members, setup.runs))
     return out

@@ -1,7 +1,11 @@
-"""Drawing a `FigureData` with matplotlib (imported lazily, Agg, no pyplot state) to PNG and PDF.
+"""Drawing a `FigureData` with matplotlib (imported lazily, Agg, no pyplot state) to PNG and PDF, the way every
+paper figure is drawn (report.paper_style): at single-column (3.5 in) and double-column (7.16 in) width, text
+>= 7 pt at that print size, the same colour for a precision in every figure, the title and notes in a caption
+file beside the figure (not drawn into it), and one legend under the plot that names only what is drawn.
 
-The same precision has the same colour in every figure; ok points are filled, invalid hollow, failed an x
-on the axis. A figure with `absent_reason` is refused: it has nothing to draw.
+Ok rows of one x are drawn as their median with the 95% interval as a bar (report.intervals; one ok repeat: the
+point alone); invalid rows are hollow markers, failed rows an x on the axis. A figure with `absent_reason` is
+refused: it has nothing to draw.
 """
 
 from __future__ import annotations
@@ -9,11 +13,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.figure import FigureData
-from edgebench.report.paper_style import write_caption
-from edgebench.report.table_format import PRECISION_ORDER
+from edgebench.report.figure import FigureData, Series
+from edgebench.report.intervals import METHOD
+from edgebench.report.paper_style import (
+    PRECISION_COLORS,
+    SINGLE_COLUMN_IN,
+    WIDTHS,
+    precision_color,
+    save,
+    style,
+    write_caption,
+)
 
 FORMATS = ("png", "pdf")
+# colours of what is not a precision (telemetry channels, runs, option sets): none of them a precision's colour
+OTHER_COLORS = ("#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#8c6d31", "#843c39", "#7b4173", "#637939",
+                "#3182bd")
+# reference lines (timeline_plots' mean power, scaling_plots' linear scaling, load_plots' SLO): greys
+REFERENCE_COLORS = {"mean": "#404040", "linear": "#606060", "slo": "#404040"}
+PANEL_HEIGHT_IN = SINGLE_COLUMN_IN * 0.75  # one panel: the paper figures' aspect
+MORE_PANEL_IN = 1.5  # each further panel (they share the x axis)
+LEGEND_ROW_IN = 0.16  # one row of 7 pt legend text
+INTERVAL_NOTE = (f"points: median of the ok repeats of a configuration; bars: its 95% interval ({METHOD}); "
+                 "one ok repeat: the point alone")
 
 
 def matplotlib_missing() -> str | None:
@@ -24,102 +46,75 @@ def matplotlib_missing() -> str | None:
     return None
 
 
-def _colors(figure: FigureData) -> dict[str, Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    keys = []
+def _colors(figure: FigureData) -> dict[str, str]:
+    """A colour per series key: a precision's own colour (paper_style), a reference line's grey, else the next
+    unused other colour."""
+    out: dict[str, str] = {}
+    others = 0
     for s in [*figure.series, *figure.references]:
-        if s.color_key not in keys:
-            keys.append(s.color_key)
-    out = {}
-    free = [i for i in range(10) if i >= len(PRECISION_ORDER)]
-    for key in keys:
-        if key in PRECISION_ORDER:  # the same precision has the same colour in every figure
-            out[key] = cmap(PRECISION_ORDER.index(key))
+        if s.color_key in out:
+            continue
+        if s.color_key in PRECISION_COLORS:
+            out[s.color_key] = precision_color(s.color_key)
+        elif s.color_key in REFERENCE_COLORS:
+            out[s.color_key] = REFERENCE_COLORS[s.color_key]
         else:
-            out[key] = cmap(free.pop(0) if free else len(out) % 10)
-            free = free or list(range(10))
+            out[s.color_key] = OTHER_COLORS[others % len(OTHER_COLORS)]
+            others += 1
     return out
 
 
-def series_drawn(s: Any) -> bool:
+def series_drawn(s: Series) -> bool:
     """A series draws something: a line, a point with a value, or a failed row's x."""
     return bool(s.line_x) or any(p.y is not None or p.status == "failed" for p in s.points)
 
 
-def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
-    """Draw one figure to out_dir/<name>.<fmt>, its title and notes to <name>.caption.txt/.tex; returns the image
-    files (figure.files keeps them and the captions)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
+def has_intervals(figure: FigureData) -> bool:
+    return any(lo is not None for s in figure.series for lo in s.line_lo)
+
+
+def _draw_points(ax: Any, s: Series, color: str) -> set[str]:
+    """Medians with interval bars joined by a line, invalid rows hollow, failed rows an x; the statuses drawn."""
+    seen = set()
+    if s.line_x:
+        lo = [(m - v) if v is not None else 0.0 for m, v in zip(s.line_y, s.line_lo or [None] * len(s.line_y))]
+        hi = [(v - m) if v is not None else 0.0 for m, v in zip(s.line_y, s.line_hi or [None] * len(s.line_y))]
+        ax.errorbar(s.line_x, s.line_y, yerr=[lo, hi], color=color, linestyle=s.linestyle, marker=s.marker,
+                    markersize=3.5, linewidth=1.0, elinewidth=0.8, capsize=2, zorder=3)
+        seen.add("ok")
+    inv = s.xy("invalid")
+    if inv:
+        ax.scatter([p[0] for p in inv], [p[1] for p in inv], facecolors="none", edgecolors=color, marker=s.marker,
+                   s=16, linewidths=0.9, zorder=3)
+        seen.add("invalid")
+    failed = [p for p in s.points if p.status == "failed"]
+    if failed:
+        ax.scatter([p.x for p in failed], [0.02] * len(failed), transform=ax.get_xaxis_transform(), color="red",
+                   marker="x", s=20, linewidths=0.9, zorder=4, clip_on=False)
+        seen.add("failed")
+    return seen
+
+
+def _x_axis(ax: Any, figure: FigureData) -> None:
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
-    if figure.absent_reason is not None:
-        raise ValueError(f"figure {figure.name} has no data: {figure.absent_reason}")
-    panels = len(figure.y_labels)
-    fig = Figure(figsize=(7.0, 3.2 + 1.8 * panels), layout="constrained")
-    FigureCanvasAgg(fig)  # Agg, without pyplot's global state
-    axes = fig.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
-    colors = _colors(figure)
-    for ax, label in zip(axes, figure.y_labels):
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-    for x0, x1, label in figure.spans:
-        for i, ax in enumerate(axes):
-            ax.axvspan(x0, x1, color="tab:green", alpha=0.15, label=label if i == 0 else None)
-    for x, label in figure.vlines:
-        for i, ax in enumerate(axes):
-            ax.axvline(x, color="0.4", linestyle="--", linewidth=0.8)
-            if i == 0:
-                ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
-                            fontsize=7, color="0.3")
-    statuses_seen: set[str] = set()
-    for s in figure.series:
-        ax = axes[s.panel]
-        color = colors[s.color_key]
-        if s.kind == "trace":
-            ax.plot(s.line_x, s.line_y, color=color, linestyle=s.linestyle, linewidth=1.6 if "total" in s.label else 1.0,
-                    label=s.label)
-            continue
-        if s.line_x:
-            ax.plot(s.line_x, s.line_y, color=color, linestyle=s.linestyle, linewidth=1.4)
-        # one legend entry per series that draws something: its colour, line style and marker
-        if series_drawn(s):
-            ax.plot([], [], color=color, linestyle=s.linestyle, marker=s.marker, markersize=5, label=s.label)
-        ok = s.xy("ok")
-        inv = s.xy("invalid")
-        if ok:
-            ax.scatter([p[0] for p in ok], [p[1] for p in ok], color=color, marker=s.marker, s=28, zorder=3)
-            statuses_seen.add("ok")
-        if inv:
-            ax.scatter([p[0] for p in inv], [p[1] for p in inv], facecolors="none", edgecolors=color,
-                       marker=s.marker, s=34, linewidths=1.2, zorder=3)
-            statuses_seen.add("invalid")
-        failed = [p for p in s.points if p.status == "failed"]
-        if failed:
-            ax.scatter([p.x for p in failed], [0.02] * len(failed), transform=ax.get_xaxis_transform(), color="red",
-                       marker="x", s=40, zorder=4, clip_on=False)
-            statuses_seen.add("failed")
-    for ref in figure.references:
-        axes[ref.panel].plot(ref.line_x, ref.line_y, color=colors[ref.color_key], linestyle=ref.linestyle,
-                             linewidth=1.2, label=ref.label)
-    ax0 = axes[-1]
-    ax0.set_xlabel(figure.x_label)
+    ax.set_xlabel(figure.x_label)
     if figure.x_log:
-        ax0.set_xscale("log", base=2)
+        ax.set_xscale("log", base=2)
     if figure.x_ticks and any(s.kind == "points" for s in figure.series):
         lo, hi = min(figure.x_ticks), max(figure.x_ticks)  # failed rows (x on the axis) do not autoscale
         if figure.x_log:
-            ax0.set_xlim(lo / 1.25, hi * 1.25)
+            ax.set_xlim(lo / 1.25, hi * 1.25)
         else:
             pad = 0.05 * (hi - lo) if hi > lo else 0.5
-            ax0.set_xlim(lo - pad, hi + pad)
+            ax.set_xlim(lo - pad, hi + pad)
     if figure.x_ticks and len(figure.x_ticks) <= 16:
-        ax0.xaxis.set_major_locator(FixedLocator(figure.x_ticks))
-        ax0.xaxis.set_minor_locator(NullLocator())
-        ax0.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_major_locator(FixedLocator(figure.x_ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+
+
+def _y_axes(axes: list[Any], figure: FigureData) -> None:
     for i, (ax, label) in enumerate(zip(axes, figure.y_labels)):
         if "(%)" in label:  # utilization: the whole 0..100 scale, so 90 % does not look like 0
             top = max([100.0, *[max(s.line_y) for s in figure.series if s.panel == i and s.line_y]])
@@ -128,34 +123,100 @@ def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS
             ax.set_yscale("log")
         elif any(s.kind == "points" for s in figure.series) or "(W)" in label:
             ax.set_ylim(bottom=0)
+
+
+def _status_proxies(statuses: set[str]) -> list[Any]:
+    """Legend entries for how non-ok rows look, only for statuses this figure draws (ok needs none)."""
+    from matplotlib.lines import Line2D
+
     proxies = []
-    if "ok" in statuses_seen:
-        proxies.append(Line2D([], [], color="0.3", marker="o", linestyle="", label="ok (filled)"))
-    if "invalid" in statuses_seen:
+    if "invalid" in statuses:
         proxies.append(Line2D([], [], color="0.3", marker="o", markerfacecolor="none", linestyle="",
-                              label="invalid (hollow)"))
-    if "failed" in statuses_seen:
-        proxies.append(Line2D([], [], color="red", marker="x", linestyle="", label="failed (no value)"))
-    for i, ax in enumerate(axes):
-        handles, labels = ax.get_legend_handles_labels()
-        if i == 0:
-            handles += proxies
-            labels += [p.get_label() for p in proxies]
-        if not handles:
+                              label="invalid row (hollow)"))
+    if "failed" in statuses:
+        proxies.append(Line2D([], [], color="red", marker="x", linestyle="", label="failed row (no value)"))
+    return proxies
+
+
+def _draw(figure: FigureData, width: str) -> Any:
+    """The matplotlib Figure of one FigureData at one column width (call inside paper_style.style())."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    panels = len(figure.y_labels)
+    height = PANEL_HEIGHT_IN + MORE_PANEL_IN * (panels - 1)
+    fig = Figure(figsize=(WIDTHS[width], height), layout="constrained")
+    FigureCanvasAgg(fig)  # Agg, without pyplot's global state
+    axes = list(fig.subplots(panels, 1, sharex=True, squeeze=False)[:, 0])
+    colors = _colors(figure)
+    handles: list[Any] = []
+    for ax, label in zip(axes, figure.y_labels):
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    for x0, x1, label in figure.spans:
+        for ax in axes:
+            ax.axvspan(x0, x1, color="tab:green", alpha=0.15, linewidth=0)
+        if label not in [h.get_label() for h in handles]:
+            handles.append(_span_proxy(label))
+    for x, label in figure.vlines:
+        for i, ax in enumerate(axes):
+            ax.axvline(x, color="0.4", linestyle="--", linewidth=0.8)
+            if i == 0:
+                ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                            fontsize=7, color="0.3", bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
+                                                           "pad": 0.5})
+    statuses: set[str] = set()
+    for s in figure.series:
+        ax, color = axes[s.panel], colors[s.color_key]
+        linestyle: Any = s.linestyle
+        if s.kind == "trace":
+            ax.plot(s.line_x, s.line_y, color=color, linestyle=linestyle, linewidth=1.2 if "total" in s.label else 0.8)
+            handles.append(Line2D([], [], color=color, linestyle=linestyle, label=s.label))
             continue
-        if len(axes) == 1 and max(len(lab) for lab in labels) > 30:  # long run labels: below, the plot keeps its width
-            ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14 if i == len(axes) - 1
-                      else -0.02), borderaxespad=0, ncol=1)
-        else:
-            ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
-                      handlelength=3)
-    # the title and the notes are a caption's job: <name>.caption.txt/.tex beside the figure, not drawn into it
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = []
-    for fmt in formats:
-        path = out_dir / f"{figure.name}.{fmt}"
-        fig.savefig(path, dpi=150, bbox_inches="tight")
-        files.append(path)
+        statuses |= _draw_points(ax, s, color)
+        if series_drawn(s):  # one legend entry per series that draws something, as it is drawn
+            if s.line_x:  # medians joined by a line
+                handles.append(Line2D([], [], color=color, linestyle=linestyle, marker=s.marker, markersize=3.5,
+                                      label=s.label))
+            else:  # invalid (hollow) or failed rows only
+                handles.append(Line2D([], [], color=color, linestyle="", marker=s.marker, markersize=3.5,
+                                      markerfacecolor="none", label=s.label))
+    for ref in figure.references:
+        ref_style: Any = ref.linestyle
+        axes[ref.panel].plot(ref.line_x, ref.line_y, color=colors[ref.color_key], linestyle=ref_style, linewidth=1.0)
+        handles.append(Line2D([], [], color=colors[ref.color_key], linestyle=ref_style, label=ref.label))
+    _x_axis(axes[-1], figure)
+    _y_axes(axes, figure)
+    handles += _status_proxies(statuses)
+    if handles:
+        longest = max(len(h.get_label()) for h in handles)
+        per_row = max(1, int((WIDTHS[width] - 0.2) * 72 / 7 / 0.55 / (longest + 4)))  # 7 pt text ~ 0.55 em/char
+        ncol = min(len(handles), per_row)
+        rows = -(-len(handles) // ncol)
+        fig.set_size_inches(WIDTHS[width], height + LEGEND_ROW_IN * rows + 0.05)
+        fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, handlelength=2.2,
+                   columnspacing=1.0)
+    return fig
+
+
+def _span_proxy(label: str) -> Any:
+    from matplotlib.patches import Patch
+
+    return Patch(color="tab:green", alpha=0.15, label=label)
+
+
+def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+    """Draw one figure to out_dir/<name>_single.<fmt> and <name>_double.<fmt>, its title and notes to
+    <name>.caption.txt/.tex; returns the image files (figure.files keeps them and the captions)."""
+    if figure.absent_reason is not None:
+        raise ValueError(f"figure {figure.name} has no data: {figure.absent_reason}")
+    if has_intervals(figure) and INTERVAL_NOTE not in figure.caption:
+        figure.caption.append(INTERVAL_NOTE)
+    files: list[Path] = []
+    for width in WIDTHS:
+        with style():
+            files += save(_draw(figure, width), out_dir, f"{figure.name}_{width}", formats)
     captions = write_caption(out_dir, figure.name, figure.title, figure.caption)
     figure.files = files + captions  # the summary links the captions with the figure
     return files

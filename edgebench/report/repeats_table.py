@@ -65,7 +65,7 @@ def repeat_records(runs: list[Run]) -> list[dict[str, Any]]:
             rec.update(repeats_ok=len(ok_rows), repeats_asked=asked, ok_asked=f"{len(ok_rows)}/{asked}",
                        note=shortfall(asked, rows))
             for col, _header in METRICS:
-                ci = median_ci([v for r in ok_rows if (v := r.get(col)) is not None])
+                ci = median_ci([float(v) for r in ok_rows if (v := r.get(col)) is not None])
                 rec[f"{col}_median"], rec[f"{col}_ci_lo"], rec[f"{col}_ci_hi"] = ci.median, ci.lo, ci.hi
                 rec[f"{col}_text"] = ci.text()
             records.append(rec)

@@ -18,6 +18,8 @@ from edgebench.report.figure import (
 from edgebench.results.runs import Run
 
 SCALING_FACET = ("model", "backend", "precision", "batch", "mode", "options", "power_mode")
+RUN_MARKERS = "os^Dvp*"
+RUN_STYLES = ("-", "--")
 
 
 def throughput_vs_instances(runs: list[Run]) -> list[FigureData]:
@@ -31,19 +33,22 @@ def throughput_vs_instances(runs: list[Run]) -> list[FigureData]:
             continue
         fig = FigureData(facet_slug("throughput_vs_instances", SCALING_FACET, values),
                          f"Scaling: {facet_title(SCALING_FACET, values, [])}", "concurrent instances",
-                         ["throughput (images/s)"])
+                         ["throughput (samples/s)"])
         fig.counts, fig.caption = count_caption(members)
         by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for run, row in members:
             by_run[run.label].append(row)
+        precision = str(dict(zip(SCALING_FACET, values)).get("precision") or "")
         for i, (label, rows) in enumerate(by_run.items()):
-            s, _empty = series_from_rows(label if len(runs) > 1 else "measured", rows, "instances", "throughput_ips")
-            s.color_key = f"run{i}"
+            s, _empty = series_from_rows(label if len(runs) > 1 else f"{precision} measured", rows, "instances",
+                                         "throughput_ips")
+            # the precision's colour as in every figure; runs differ by marker and line style
+            s.color_key, s.marker, s.linestyle = precision, RUN_MARKERS[i % len(RUN_MARKERS)], RUN_STYLES[i % 2]
             fig.series.append(s)
             if s.line_x:
                 n0, t0 = s.line_x[0], s.line_y[0]
                 ref = Series(f"linear scaling from {n0:g} inst." + (f" ({label})" if len(runs) > 1 else ""),
-                             color_key=s.color_key, linestyle=":", marker="")
+                             color_key="linear", linestyle=(":", "-.")[i % 2], marker="")  # grey, per run
                 ref.line_x = sorted(x for x in counts if x is not None and x >= n0)
                 ref.line_y = [t0 * x / n0 for x in ref.line_x]
                 fig.references.append(ref)

@@ -1,4 +1,5 @@
-"""Speedup of each precision over strict FP32, per batch, with the spread over repeats.
+"""Speedup of each precision over strict FP32, per batch, with the spread over repeats: the records behind the
+report's one speedup table (tables/speedup.{csv,md,tex}, written by report.tables.speedup_table, per run).
 
 Input: result rows (results.csv of one or more runs). Only `ok` rows count; how many repeats were
 ok is in the table, so a precision with failed/invalid repeats is visible, not silently averaged.
@@ -10,7 +11,6 @@ bootstrap of the ratio of medians (report/intervals.py), as is the interval of t
 
 from __future__ import annotations
 
-import csv
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -74,54 +74,9 @@ def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def per_run_speedup_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
-    """speedup_rows of each run folder on its own, each record with its `run` folder: rows of different
-    runs (boards) are never pooled, so fp32 of one board is never the baseline of another."""
-    return [{"run": str(d), **rec} for d in run_dirs for rec in speedup_rows(read_rows([d]))]
-
-
 def read_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """The intact rows of each run's results.csv (a cut last line is set aside: results.runs.load_run)."""
     rows: list[dict[str, Any]] = []
     for run_dir in run_dirs:
         rows.extend(load_run(run_dir).rows)
     return rows
-
-
-def _cell(value: Any, digits: int = 3) -> str:
-    if value is None or value == "":
-        return ""
-    if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) < 1000 else f"{value:.0f}"
-    return str(value)
-
-
-def _columns(records: list[dict[str, Any]]) -> list[str]:
-    return (["run"] if any("run" in r for r in records) else []) + list(COLUMNS)
-
-
-def write_csv(records: list[dict[str, Any]], path: Path) -> None:
-    columns = _columns(records)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=columns)
-        w.writeheader()
-        for rec in records:
-            w.writerow({k: "" if rec.get(k) is None else rec[k] for k in columns})
-
-
-def to_markdown(records: list[dict[str, Any]]) -> str:
-    with_run = "run" in _columns(records)
-    head = ["model", "backend", "batch", "inst", "mode", "options", "precision", "ok/all", "img/s (median)",
-            "speedup vs fp32", "range", "TC time %", "mJ/img"]
-    head = ["run", *head] if with_run else head
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in records:
-        rng = (f"{_cell(r['speedup_min'])}..{_cell(r['speedup_max'])}" if r["speedup_min"] is not None else "")
-        lines.append("| " + " | ".join([
-            *([str(r.get("run") or "")] if with_run else []),
-            r["model"], r["backend"], r["batch"], r["instances"], r["mode"], r["options"] or "-", r["precision"],
-            f"{r['repeats_ok']}/{r['repeats_all']}", _cell(r["throughput_ips_median"], 4),
-            _cell(r["speedup_vs_fp32"]), rng, _cell(r["tensor_core_time_pct_median"]),
-            _cell(r["energy_per_inference_mj_median"]),
-        ]) + " |")
-    return "\n".join(lines) + "\n"

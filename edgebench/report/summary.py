@@ -15,6 +15,7 @@ import base64
 import datetime as _dt
 import html
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_
 from edgebench.report.setup_time import HEAD as SETUP_HEAD
 from edgebench.report.setup_time import setup_table
 from edgebench.report.tables import Table, all_tables
+from edgebench.report.timeline_plots import grouped_absences
 from edgebench.results.column_dictionary import write_dictionary
 from edgebench.results.runs import Run, load_runs, profile_name
 from edgebench.results.schema import STATUSES
@@ -58,7 +60,7 @@ class Report:
         return [p for f in self.figures for p in f.files]
 
 
-def build_report(run_dirs: list[Path | str], out_dir: Path | str, max_timelines: int | None = DEFAULT_MAX_TIMELINES,
+def build_report(run_dirs: Sequence[Path | str], out_dir: Path | str, max_timelines: int | None = DEFAULT_MAX_TIMELINES,
                  formats: tuple[str, ...] = FORMATS) -> Report:
     runs = load_runs(list(run_dirs))
     out = Path(out_dir)
@@ -246,7 +248,8 @@ def summary_blocks(report: Report) -> list[tuple]:
     if drawn:
         b.append(("ul", [[f"{f.title}: ", *[x for p in f.files for x in ((p.suffix[1:], _rel(report, p)), " ")],
                           "— " + " · ".join(f.caption)] for f in drawn]))
-    absent = [f for f in timelines if f.absent_reason]
+    grouped, absent = grouped_absences(timelines)  # rows without power, skipped rows: one line each
+    b += [("p", [line]) for line in grouped]
     if absent:
         b.append(("p", ["Not drawn:"]))
         b.append(("ul", [[f.absent_reason or ""] for f in absent]))

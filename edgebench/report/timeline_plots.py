@@ -1,5 +1,9 @@
 """Power timelines: power (W) and utilization (%) over one row's life from its telemetry_*.csv files,
 the measured window (the instances' overlap, from latencies.csv.gz) shaded.
+
+A row whose telemetry holds no power channel (a host without readable RAPL, a sampler that lost power) gets no
+timeline: utilization alone is not a power timeline. Its figure carries an absent reason with NO_POWER, and the
+summary states all such rows in one line.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from edgebench.results.runs import Run
 
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
 _PER_CORE = re.compile(r"^cpu\d+_util_pct$")
+NO_POWER = "no power channel"  # in the absent reason of a row whose telemetry holds no power (summary groups them)
+SKIPPED = "skipped"  # ... of a row that was skipped (grouped too)
 
 
 def _read_telemetry(path: Path) -> tuple[list[int], dict[str, tuple[str, list[float | None]]]]:
@@ -69,7 +75,7 @@ def power_timeline(run: Run, row: dict[str, Any], tag: str = "") -> FigureData:
                      "time since measurement start (s)", ["power (W)", "utilization (%)"])
     fig.counts = {row.get("status") or "": 1}
     if row.get("status") == "skipped":
-        fig.absent_reason = f"row {idx} was skipped ({row.get('reason') or ''}): nothing ran"
+        fig.absent_reason = f"row {idx}: {SKIPPED} ({row.get('reason') or ''}): nothing ran"
         return fig
     art = row.get("artifact_dir") or ""
     row_dir = run.path / art if art else None
@@ -119,28 +125,23 @@ def power_timeline(run: Run, row: dict[str, Any], tag: str = "") -> FigureData:
         fig.vlines.append((0.0, "barrier release"))
     if end_ns:
         fig.vlines.append(((end_ns - t0) / 1e9, "stop signalled"))
-    if not power_seen:
+    if not power_seen:  # a flat CPU line alone is no power timeline: not drawn, the summary says why in one line
         notes = [n for t in meta.get("telemetry", []) for n in t.get("notes", [])
                  if "cost" not in n.lower()] or [row.get("energy_source") or "no power channel recorded"]
-        fig.caption.append("no power reading in " + ", ".join(p.name for p in files) + ": " + "; ".join(notes))
-        fig.y_labels = ["utilization (%)"]
-        fig.title += " - no power reading"
-        for s in fig.series:
-            s.panel = 0
-    else:
-        mean = row.get("power_w_mean")
-        fig.caption.append(f"power_w_mean over the window (results.csv): {mean:.4g} W" if mean is not None
-                           else "power_w_mean empty in results.csv")
-        if mean is not None and fig.spans:
-            x0, x1, _label = fig.spans[0]
-            ref = Series("power_w_mean (results.csv)", color_key="mean", linestyle="--", marker="")
-            ref.line_x, ref.line_y = [x0, x1], [mean, mean]
-            fig.references.append(ref)
+        fig.absent_reason = (f"row {idx}: {NO_POWER} in " + ", ".join(p.name for p in files) + " ("
+                             + "; ".join(notes) + ")")
+        fig.caption.append("no power reading: " + "; ".join(notes))
+        return fig
+    mean = row.get("power_w_mean")
+    fig.caption.append(f"power_w_mean over the window (results.csv): {mean:.4g} W" if mean is not None
+                       else "power_w_mean empty in results.csv")
+    if mean is not None and fig.spans:
+        x0, x1, _label = fig.spans[0]
+        ref = Series("power_w_mean (results.csv)", color_key="mean", linestyle="--", marker="")
+        ref.line_x, ref.line_y = [x0, x1], [mean, mean]
+        fig.references.append(ref)
     if row.get("status") != "ok":
         fig.caption.append(f"row status {row.get('status')}: {row.get('reason') or ''}")
-    if not fig.series:
-        fig.absent_reason = (f"row {idx}: {', '.join(p.name for p in files)} hold no power (mW) or utilization (%) "
-                             "channel")
     return fig
 
 
@@ -164,3 +165,29 @@ def timeline_figures(runs: list[Run], max_rows: int | None = None) -> list[Figur
                     drawn += 1
             out.append(fig)
     return out
+
+
+def _rows_of(figures: list[FigureData]) -> str:
+    which = [(f.absent_reason or "").split(":", 1)[0].removeprefix("row ") for f in figures]
+    return "row " + ", ".join(which[:12]) + (" ..." if len(which) > 12 else "")
+
+
+def grouped_absences(figures: list[FigureData]) -> tuple[list[str], list[FigureData]]:
+    """(one line per kind of absence shared by many rows: no power channel, skipped; the other absent figures).
+    The no-power line names the samplers' notes, the skipped line the distinct skip reasons."""
+    absent = [f for f in figures if f.absent_reason]
+    no_power = [f for f in absent if f.absent_reason and f": {NO_POWER} in " in f.absent_reason]
+    skipped = [f for f in absent if f.absent_reason and f": {SKIPPED} (" in f.absent_reason]
+    lines = []
+    if no_power:
+        why = sorted({c.removeprefix("no power reading: ") for f in no_power for c in f.caption
+                      if c.startswith("no power reading: ")})
+        lines.append(f"No power timeline for {len(no_power)} row(s) ({_rows_of(no_power)}): their telemetry holds "
+                     f"{NO_POWER}, and utilization alone is not drawn ({'; '.join(why)})")
+    if skipped:
+        reasons = sorted({(f.absent_reason or "").split(f": {SKIPPED} (", 1)[1].removesuffix("): nothing ran")
+                          for f in skipped})
+        lines.append(f"No power timeline for {len(skipped)} skipped row(s) ({_rows_of(skipped)}): nothing ran ("
+                     + "; ".join(reasons) + ")")
+    rest = [f for f in absent if f not in no_power and f not in skipped]
+    return lines, rest

@@ -201,12 +201,15 @@ def energy_fields(row: Mapping[str, Any], idle: IdleBaseline | None) -> dict[str
     return {**fields, "power_w_idle": idle.power_w, "energy_per_inference_dynamic_mj": dynamic_j * 1000.0 / samples}
 
 
-def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str | None) -> str | None:
+def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str | None,
+              latency: Sequence[str] = ()) -> str | None:
     """The empty_reasons step for a measured row (status ok or invalid): why a column a reader could take for an
     answer is empty, one 'column[, column]: why' entry each, '; '-joined, or None when no column needs one.
     `idle_absent`: why there is no idle baseline; None when there is one (an empty power_w_idle then means it does
-    not apply: measured on GPU 0 only, the row's power covers other GPUs)."""
-    out = []
+    not apply: measured on GPU 0 only, the row's power covers other GPUs). `latency`: the entries of the latency
+    percentiles too few inferences back (runner.metrics.percentile_gaps), first: validity is per metric, so an
+    unbacked percentile is an empty cell with its reason here, never an invalid row."""
+    out = list(latency)
     if row.get("throttled") is None:
         ran = ", ".join(samplers) or "none"
         out.append(f"throttled, throttle_reasons: not checked (this row's samplers {ran} do not read throttling, "

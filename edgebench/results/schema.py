@@ -44,12 +44,15 @@ COLUMNS: list[Column] = [
     Column("throughput_ips", "samples/s",
            "input samples (images) per second over the overlap window, summed over instances", float, "metrics"),
     Column("latency_ms_p50", "ms", "median latency of one inference (one batch), all instances pooled", float, "metrics"),
-    Column("latency_ms_p90", "ms", "90th percentile latency of one inference (one batch)", float, "metrics"),
-    Column("latency_ms_p99", "ms", "99th percentile latency of one inference (one batch)", float, "metrics"),
+    Column("latency_ms_p90", "ms", "90th percentile latency of one inference (one batch); empty below 64 inferences (empty_reasons "
+                                      "says why)", float, "metrics"),
+    Column("latency_ms_p99", "ms", "99th percentile latency of one inference (one batch); empty below 662 inferences (empty_reasons "
+                                      "says why; the row stays ok)", float, "metrics"),
     Column("power_w_mean", "W", "mean board/package power over the window (energy_j / window_s); empty when not measurable", float, "telemetry"),
     Column("energy_per_inference_mj", "mJ",
            "energy per input sample (per image, not per batch): energy_j * 1000 / samples; empty without energy", float, "energy"),
-    Column("status", "", "ok, skipped, failed or invalid", str, "outcome"),
+    Column("status", "", "ok, skipped, failed or invalid; speaks for the headline (throughput, energy): a latency "
+                             "percentile too few inferences back is empty, never a reason for invalid", str, "outcome"),
     Column("reason", "", "why the row is skipped, failed or invalid (empty when ok)", str, "outcome"),
     # --- identity and provenance
     Column("run_id", "", "the run directory's id (runs/<run_id>)", str, "identity"),

@@ -52,6 +52,10 @@ ATTEMPTS = "attempts.csv"
 PARTIAL = "results.partial.txt"
 COLUMNS_NOTE = "columns.json"  # written when resume upgraded an earlier edgebench's results.csv
 DONE_STATUSES = ("ok", "invalid", "skipped")
+# the inference-count rule edgebench applied before validity was per metric (issue 28): a row invalid because its
+# window held fewer inferences than run.min_inferences (662: a p99). Such a row was judged by a rule this version
+# no longer applies, so --resume measures it again (the old line goes to attempts.csv, like a failed one).
+RETIRED_INFERENCE_RULE = re.compile(r"\bonly \d+ inferences in the window; (?:p99 needs|min_inferences is) \d+")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -145,6 +149,12 @@ def missing_reason(version: str) -> str:
     return f"column did not exist in edgebench {version or '(version not recorded)'}, which wrote these rows"
 
 
+def judged_by_retired_rule(row: dict[str, Any]) -> bool:
+    """An invalid row whose reason names the inference-count rule of earlier versions (RETIRED_INFERENCE_RULE),
+    whatever else it names: its status was decided by a rule this version no longer applies."""
+    return row.get("status") == "invalid" and bool(RETIRED_INFERENCE_RULE.search(str(row.get("reason") or "")))
+
+
 class ResultsStore:
     """Rows of one run in <run_dir>/results.csv, columns from report.schema.COLUMNS."""
 
@@ -210,8 +220,10 @@ class ResultsStore:
         return read_cells(self.attempts_path)[0]
 
     def done_hashes(self) -> set[str]:
-        """config_hash of every row that needs no re-run: status ok, invalid or skipped."""
-        return {r["config_hash"] for r in self.records() if r["status"] in DONE_STATUSES and r["config_hash"]}
+        """config_hash of every row that needs no re-run: status ok, invalid or skipped; not an invalid row judged by
+        the retired inference-count rule (judged_by_retired_rule)."""
+        return {r["config_hash"] for r in self.records()
+                if r["status"] in DONE_STATUSES and r["config_hash"] and not judged_by_retired_rule(r)}
 
     # ------------------------------------------------------------------ resume
 
@@ -221,11 +233,13 @@ class ResultsStore:
 
         - a last line without its newline (killed mid-write) goes to results.partial.txt;
           so does any complete line with the wrong number of cells;
-        - rows with status "failed" go to attempts.csv (they will be re-run);
+        - rows with status "failed" go to attempts.csv (they will be re-run), and so do invalid rows that an earlier
+          edgebench judged by the retired inference-count rule (judged_by_retired_rule: "only 373 inferences in the
+          window; p99 needs 662"): measured again, they are judged per metric (ok, the p99 empty with its reason);
         - results.csv is rewritten atomically (temp + rename) with the remaining lines, verbatim.
         """
         store = cls(run_dir)
-        report = {"kept": 0, "failed_moved": 0, "partial_lines": 0}
+        report = {"kept": 0, "failed_moved": 0, "partial_lines": 0}  # + rejudged_moved when there were any
         store.resume_report = report
         if not store.path.exists():
             return store
@@ -243,12 +257,16 @@ class ResultsStore:
             lines = store._upgrade(lines)
         keep: list[str] = []
         failed: list[str] = []
+        rejudged = 0
         for line in lines[1:]:
             cells = cells_of(line)
             if len(cells) != len(COLUMN_NAMES):
                 broken.append(line.rstrip("\n"))
             elif cells[COLUMN_NAMES.index("status")] == "failed":
                 failed.append(line)
+            elif judged_by_retired_rule(dict(zip(COLUMN_NAMES, cells, strict=True))):
+                failed.append(line)
+                rejudged += 1
             else:
                 keep.append(line)
         # Save what leaves results.csv first: a kill in between duplicates, never loses.
@@ -259,7 +277,9 @@ class ResultsStore:
             _append_fsync(store.attempts_path, "".join(failed).encode())
         if broken or failed:
             _replace_atomic(store.path, HEADER_LINE + "".join(keep))
-        report.update(kept=len(keep), failed_moved=len(failed), partial_lines=len(broken))
+        report.update(kept=len(keep), failed_moved=len(failed) - rejudged, partial_lines=len(broken))
+        if rejudged:
+            report["rejudged_moved"] = rejudged
         return store
 
     def _upgrade(self, lines: list[str]) -> list[str]:

@@ -28,6 +28,7 @@ from edgebench.backends.registry import get_backend
 from edgebench.models.export import build_torch_model
 from edgebench.models.inputs import make_input
 from edgebench.models.spec import load_model_spec
+from edgebench.placement import Placement as ParsedPlacement
 from edgebench.runner import child_process, worker
 from edgebench.runner.messages import Exit, Message, RunSlice, SideError, SideReady, SliceDone, SliceStarted
 from edgebench.telemetry import registry
@@ -103,7 +104,7 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
             sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=["CPUExecutionProvider"])
             names = [o.name for o in sess.get_outputs()]
             return lambda: sess.run(names, feeds) and None
-        device_id = int(device.split(":")[1]) if ":" in device else 0
+        device_id = ParsedPlacement(device).number
         sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=[
             ("CUDAExecutionProvider", {"device_id": device_id, "use_tf32": int(prepared.precision == "tf32")})])
         binding = sess.io_binding()
@@ -135,7 +136,7 @@ def bare_step(framework: str, prepared: Prepared, device: str, threads: int, see
 
             return torch_cpu_step
         torch.backends.cudnn.benchmark = True
-        dev = torch.device("cuda", int(device.split(":")[1]) if ":" in device else 0)
+        dev = torch.device("cuda", ParsedPlacement(device).number)
         model = model.to(dev, dtype=dtype)
         x = torch.from_numpy(x_np).to(dev, dtype=dtype)
         stream = torch.cuda.Stream(device=dev)

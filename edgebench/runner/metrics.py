@@ -144,19 +144,49 @@ def overload_reason(summary: Summary, cfg: RunConfig) -> str | None:
 
 
 def judge(summary: Summary, cfg: RunConfig) -> tuple[str, str]:
-    """("ok", "") or ("invalid", reasons joined with "; "). A fixed-rate row that could not keep up says so first."""
+    """("ok", "") or ("invalid", reasons joined with "; "): the verdict on the row's headline (throughput, and the
+    energy taken over the same window). A fixed-rate row that could not keep up says so first.
+
+    Validity is per metric: too few inferences for a latency percentile never invalidates the row; that
+    percentile is left empty and `percentile_gaps` says why (the row's empty_reasons)."""
     reasons = []
     if (overload := overload_reason(summary, cfg)) is not None:
         reasons.append(overload)
     if summary.window_s < 0.9 * cfg.duration_s:
         reasons.append(f"window {summary.window_s:.1f} s shorter than required {cfg.duration_s:.1f} s")
-    if summary.inferences < cfg.min_inferences:
-        need = (f"p99 needs {cfg.min_inferences}" if cfg.min_inferences == MIN_INFERENCES_FOR["p99"]
-                else f"min_inferences is {cfg.min_inferences}")
-        reasons.append(f"only {summary.inferences} inferences in the window; {need}")
     if summary.stability_pct > cfg.stability_tolerance_pct:
         reasons.append(
             f"throughput unstable across {len(summary.subwindow_ips)} sub-windows: "
             f"{summary.stability_pct:.0f}% from the mean"
         )
     return ("invalid", "; ".join(reasons)) if reasons else ("ok", "")
+
+
+def percentile_gaps(summary: Summary, cfg: RunConfig) -> list[str]:
+    """empty_reasons entries for the latency percentiles a measured window holds too few inferences for, e.g.
+    'latency_ms_p99: 373 inferences in the window, p99 needs 662 (LoadGen's floor); the window ran to
+    run.max_duration_s 30 s (--max-duration): at 12.4 inferences/s about 54 s would back it'. [] when every
+    percentile is backed (or nothing was measured: the row's reason says why)."""
+    n = summary.inferences
+    missing = [k for k, floor in MIN_INFERENCES_FOR.items() if n < floor]
+    if not missing or n == 0 or summary.window_s <= 0:
+        return []
+    needs = ", ".join(f"{k} needs {MIN_INFERENCES_FOR[k]}" for k in missing)
+    rate = n / summary.window_s
+    top = MIN_INFERENCES_FOR[missing[-1]]
+    if n >= cfg.min_inferences:
+        why = (f"the window stopped at run.min_inferences {cfg.min_inferences} (--min-inferences); "
+               f"{top} back the {missing[-1]}")
+    else:
+        why = (f"the window ran to run.max_duration_s {cfg.max_duration_s:g} s (--max-duration): at "
+               f"{rate:.3g} inferences/s about {math.ceil(top / rate)} s would back the {missing[-1]}")
+    columns = ", ".join(f"latency_ms_{k}" for k in missing)
+    return [f"{columns}: {n} inferences in the window, {needs} (LoadGen's floor{'s' if len(missing) > 1 else ''}); {why}"]
+
+
+def window_needed_s(inferences_per_s: float, cfg: RunConfig, inferences: int | None = None) -> float:
+    """The window a config gets at `inferences_per_s` (all instances together): at least duration_s, long enough
+    for min_inferences (or `inferences`), at most max_duration_s; as the orchestrator stops it."""
+    target = (cfg.min_inferences if inferences is None else inferences) + 2 * cfg.instances
+    need = target / inferences_per_s if inferences_per_s > 0 else math.inf
+    return min(cfg.max_duration_s, max(cfg.duration_s, need))

@@ -186,19 +186,19 @@ def read_sample(src: ThrottleSources) -> dict[str, float]:
     """One reading of every source; unreadable values are NaN."""
     sample: dict[str, float] = {}
     for c in src.clocks:
-        for key, v in c.read_mhz().items():
-            sample[f"clk_{c.name}_{key}_mhz"] = v
+        for key, mhz in c.read_mhz().items():
+            sample[f"clk_{c.name}_{key}_mhz"] = mhz
     for z in src.zones:
-        t = _read_int(z.temp)
-        sample[f"thermal_{z.slug}_c"] = math.nan if t is None else t / 1000.0
+        temp = _read_int(z.temp)
+        sample[f"thermal_{z.slug}_c"] = math.nan if temp is None else temp / 1000.0
         trips = [v / 1000.0 for _k, p in z.trips if (v := _read_int(p)) is not None]
         if z.trips:
             sample[f"thermal_{z.slug}_trip_c"] = min(trips) if trips else math.nan
     if src.oc_dir is not None:
         for oc in src.oc_names:
             for suffix in ("event_cnt", "throt_en"):
-                v = _read_int(src.oc_dir / f"{oc}_{suffix}")
-                sample[f"{oc}_{suffix}"] = math.nan if v is None else float(v)
+                count = _read_int(src.oc_dir / f"{oc}_{suffix}")
+                sample[f"{oc}_{suffix}"] = math.nan if count is None else float(count)
     return sample
 
 

@@ -166,7 +166,7 @@ class JtopSampler(SamplerBase):
         except ImportError as exc:
             tl.notes.append(f"{FAULT_PREFIX}jtop client not importable ({exc}); fix: pip install jetson-stats")
             return
-        self._supplies = power_supply_rails(self.sysfs_root)  # the jtop service reads the same /sys
+        self._supplies = power_supply_rails(os.fspath(self.sysfs_root))  # the jtop service reads the same /sys
         if hasattr(time, "CLOCK_BOOTTIME"):
             self._offset_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - time.monotonic_ns()
         client = jtop(interval=ask)

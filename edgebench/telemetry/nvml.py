@@ -30,6 +30,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from edgebench.errors import EdgebenchError
+from edgebench.placement import placements_of
 from edgebench.telemetry.base import Channel, PollingSampler, RowChannel, Timeline
 
 _MIB = 1024.0 * 1024.0
@@ -114,11 +115,10 @@ def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = N
     visible_text = env.get("CUDA_VISIBLE_DEVICES")
     visible = [v.strip() for v in visible_text.split(",") if v.strip()] if visible_text else None
     out: list[int | str] = []
-    for placement in placements:
-        kind, _, idx = placement.partition(":")
-        if kind not in ("cuda", "gpu"):
+    for placement in placements_of(placements):
+        if not placement.is_gpu:
             continue
-        n = int(idx) if idx.isdigit() else 0
+        n = placement.number
         device: int | str = n
         if visible is not None and n < len(visible):
             device = int(visible[n]) if visible[n].isdigit() else visible[n]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from edgebench.commands.console import compact_placement, slo_table, summary_table
 
 
@@ -64,3 +66,55 @@ def test_slo_table_puts_option_sets_and_sharing_modes_side_by_side(capsys):
     assert lines[4].split()[:5] == ["default", "mps", "at", "least", "40"]
     assert "default / mps: not monotonic: p99 fell" in text
     assert "cuda_graph=True / time-slicing: probes 8:met p99=2.9ms" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- issue 28: a table that fits, repeats, accuracy n
+
+
+def _resnet_rows() -> list[dict]:
+    base = {"model": "resnet18", "backend": "ort", "batch": "4", "instances": "2", "placement": "cpu+cpu",
+            "mode": "process", "throughput_ips": "53.96", "latency_ms_p50": "30.1", "latency_ms_p99": "",
+            "power_w_mean": "", "energy_per_inference_mj": "", "accuracy_samples": "16",
+            "weights": "random-init", "input_shapes": "x:float32[4x3x224x224]"}
+    return [dict(base, precision=p, repeat=str(r), status=s, accuracy_top1_agreement_pct=a)
+            for p, a, s in (("fp32", "100.0", "ok"), ("int8", "81.25", "invalid")) for r in (0, 1)]
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_the_table_fits_the_width_and_never_splits_a_word(width):
+    rows = _resnet_rows()
+    text = summary_table(rows, title="edgebench host: runs/x/results.csv", width=width)
+    lines = text.splitlines()
+    assert all(len(line) <= width for line in lines[1:]), "\n".join(lines)
+    body = "\n".join(line for line in lines[1:] if not line.startswith("(not shown"))
+    whole_words = set(summary_table(rows, title="t").split())  # unfitted: every word as it is
+    assert set(body.split()) <= whole_words  # fitted: no fragment of a word (`proces`/`s`, `invali`/`d`)
+    assert "invalid" in body.split() and "81.25" in body.split()  # status and accuracy are never dropped
+
+
+def test_at_80_columns_empty_and_low_priority_columns_go_first_and_the_table_says_so():
+    text = summary_table(_resnet_rows(), title="t", width=80)
+    header = text.splitlines()[1].split()
+    assert header[:4] == ["model", "prec", "b", "n"] and header[-1] == "status"
+    assert "rep" in header and "img/s" in header
+    assert "W" not in header  # empty in every row (no power sampler on this CPU): left out first
+    assert text.splitlines()[-1].startswith("(not shown at 80 columns: ") and "W" in text.splitlines()[-1]
+
+
+def test_repeats_have_their_column_and_accuracy_carries_n_and_the_weights():
+    text = summary_table(_resnet_rows(), title="t")
+    lines = text.splitlines()
+    header = lines[1].split()
+    rep = header.index("rep") + 1  # the placement cell '2x cpu' is two words
+    assert [line.split()[rep] for line in lines[2:]] == ["0", "1", "0", "1"]
+    assert "81.25 (n=16, random init)" in lines[4] and "100 (n=16, random init)" in lines[2]
+
+
+def test_the_start_line_names_the_placement_as_the_table_does(capsys):
+    from edgebench.commands.console import start_line
+    from edgebench.config.run_config import RunConfig
+
+    cfg = RunConfig(model="resnet18", backend="ort", precision="fp32", batch=1, placements=("cpu", "cpu"))
+    start_line(0, 3, cfg)
+    out = capsys.readouterr().out
+    assert "resnet18/ort/fp32/b1/2x cpu/process" in out and "cpu+cpu" not in out

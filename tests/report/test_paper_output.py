@@ -173,6 +173,6 @@ def test_old_figures_only_invalid_is_not_drawn_legend_names_what_is_drawn_title_
         Series("fp32", [Point(1.0, 2.0, "ok")], [1.0], [2.0], color_key="fp32"),
         Series("int8", [], color_key="int8")])  # nothing drawn for int8
     files = render(fig, tmp_path / "figs", ("png",))
-    assert [f.suffix for f in files] == [".png"]
+    assert [f.name for f in files] == ["f_single.png", "f_double.png"]
     assert (tmp_path / "figs" / "f.caption.txt").read_text().startswith("My title")
     assert [series_drawn(x) for x in fig.series] == [True, False]  # the legend names only drawn series

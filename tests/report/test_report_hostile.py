@@ -50,11 +50,11 @@ def test_report_sets_a_cut_last_line_aside_and_uses_the_intact_rows(tmp_path):
     assert "Traceback" not in proc.stderr
     assert (f"edgebench: warning: {run / 'results.csv'}: last line cut short ({len(cut)} characters, no newline: "
             "a sweep killed mid-write or a copy in progress); set aside, not a row") in proc.stderr
-    with open(run / "speedup.csv", newline="") as fh:
+    with open(run / "report" / "tables" / "speedup.csv", newline="") as fh:
         recs = {r["precision"]: r for r in csv.DictReader(fh)}
-    assert recs["fp16"]["repeats_all"] == "2"  # the half row is not a third fp16 repeat
+    assert recs["fp16"]["ok_all"] == "2/2"  # the half row is not a third fp16 repeat
     assert float(recs["fp16"]["speedup_vs_fp32"]) == pytest.approx(102 / 51)
-    assert "9999" not in (run / "speedup.md").read_text()
+    assert "9999" not in (run / "report" / "tables" / "speedup.md").read_text()
     summary = (run / "report" / "summary.md").read_text()
     assert f"{run / 'results.csv'}: last line cut short" in summary  # the summary states it too
     assert intact_rows == 4
@@ -70,7 +70,7 @@ def test_report_refuses_a_results_csv_that_is_a_link_out_of_the_run(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr == (f"edgebench: error: {run / 'results.csv'} is a symlink (-> {outside / 'results.csv'}); "
                            "never followed out of a run folder; not read\n")
-    assert not (run / "speedup.csv").exists()
+    assert not (run / "report").exists()
 
 
 def test_report_never_reads_row_files_through_links(tmp_path):

@@ -191,7 +191,7 @@ def test_report_cli_with_two_runs_writes_the_cross_run_table(tmp_path):
 
     (fig,) = throughput_vs_batch(load_runs([a, b]))
     assert {s.label for s in fig.series} == {"fp32 (board on Board A)", "fp32 (board on Board B)"}
-    assert (out / "figures" / f"{fig.name}.png").stat().st_size > 0
+    assert (out / "figures" / f"{fig.name}_single.png").stat().st_size > 0
 
 
 def _power_row_dir(run: Path, artifact: str, t0: int) -> None:
@@ -236,8 +236,9 @@ def test_power_timeline_from_hand_made_row_files(tmp_path):
     other = power_timeline(loaded, loaded.rows[1])  # its folder was never written
     assert other.absent_reason is not None and "no per-row folder" in other.absent_reason
     if pytest.importorskip("matplotlib", reason="drawing needs matplotlib"):
-        files = render(fig, tmp_path / "figs", ("png", "svg"))
-        assert [f.suffix for f in files] == [".png", ".svg"] and all(f.stat().st_size > 1000 for f in files)
+        files = render(fig, tmp_path / "figs", ("png", "svg"))  # single- and double-column width
+        assert [f.name for f in files] == [f"{fig.name}_{w}.{e}" for w in ("single", "double") for e in ("png", "svg")]
+        assert all(f.stat().st_size > 1000 for f in files)
 
 
 def test_without_matplotlib_tables_are_written_and_the_summary_says_why_no_figure(mix_run, tmp_path, monkeypatch):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from repo_paths import REPO
 
-from edgebench.report.speedup import speedup_rows, to_markdown
+from edgebench.report.speedup import speedup_rows
+from edgebench.report.tables import speedup_table
+from edgebench.results.runs import Run
 
 
 def row(precision: str, tput: float | str, status: str = "ok", batch: int = 8, tc: str = "") -> dict:
@@ -40,7 +43,7 @@ def test_groups_are_per_batch_and_missing_baseline_gives_no_speedup():
     assert recs[("1", "fp16")]["speedup_vs_fp32"] == pytest.approx(1.5)
     assert recs[("64", "fp16")]["speedup_vs_fp32"] is None  # fp32 failed at b64: no ratio invented
     assert ("1", "int8") not in recs
-    md = to_markdown(list(recs.values()))
+    md = speedup_table([Run(Path("run"), rows)]).to_markdown()  # the report's one speedup table
     assert "| resnet50 | torch | 64 |" in md and "0/1" in md
 
 
@@ -58,10 +61,13 @@ def test_report_command_writes_csv_and_markdown(tmp_path):
     out = subprocess.run([sys.executable, "-m", "edgebench", "report", str(run)], capture_output=True, text=True,
                          cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
-    with open(run / "speedup.csv", newline="") as fh:
+    tables = run / "report" / "tables"  # the one speedup table; none beside the run's results.csv
+    with open(tables / "speedup.csv", newline="") as fh:
         recs = {r["precision"]: r for r in csv.DictReader(fh)}
     assert float(recs["tf32"]["speedup_vs_fp32"]) == pytest.approx(119 / 51)
-    assert "tf32" in (run / "speedup.md").read_text()
+    assert "tf32" in (tables / "speedup.md").read_text() and r"\toprule" in (tables / "speedup.tex").read_text()
+    assert not (run / "speedup.csv").exists() and not (run / "speedup.md").exists()
+    assert (tables / "speedup.md").read_text() in out.stdout  # and the terminal shows it
     bad = subprocess.run([sys.executable, "-m", "edgebench", "report", str(tmp_path / "nope")], capture_output=True,
                          text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert bad.returncode == 2 and "not a run folder" in bad.stderr
@@ -87,9 +93,13 @@ def test_report_of_two_runs_never_pools_their_rows(tmp_path):
                           "--formats", "png"], capture_output=True, text=True, cwd=REPO,
                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
-    with open(tmp_path / "rep" / "speedup.csv", newline="") as fh:
+    from edgebench.results.runs import load_runs
+
+    fast, slow = (r.label for r in load_runs(runs))
+    with open(tmp_path / "rep" / "tables" / "speedup.csv", newline="") as fh:
         recs = {(r["run"], r["precision"]): r for r in csv.DictReader(fh)}
-    assert float(recs[(str(runs[0]), "fp16")]["speedup_vs_fp32"]) == pytest.approx(4.0)
-    assert float(recs[(str(runs[1]), "fp16")]["speedup_vs_fp32"]) == pytest.approx(2.0)
-    assert recs[(str(runs[0]), "fp32")]["repeats_all"] == "1"  # not 2: the other board's fp32 is not a repeat
-    assert f"| {runs[1]} | resnet50 |" in (tmp_path / "rep" / "speedup.md").read_text()
+    assert float(recs[(fast, "fp16")]["speedup_vs_fp32"]) == pytest.approx(4.0)
+    assert float(recs[(slow, "fp16")]["speedup_vs_fp32"]) == pytest.approx(2.0)
+    assert recs[(fast, "fp32")]["ok_all"] == "1/1"  # not 2: the other board's fp32 is not a repeat
+    assert f"| {slow} | resnet50 |" in (tmp_path / "rep" / "tables" / "speedup.md").read_text()
+    assert not (tmp_path / "rep" / "speedup.csv").exists()

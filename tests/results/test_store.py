@@ -182,6 +182,26 @@ def test_resume_moves_failed_rows_and_keeps_done_ones(tmp_path):
     assert again.resume_report == {"kept": 3, "failed_moved": 1, "partial_lines": 0}
 
 
+def test_resume_measures_again_rows_judged_by_the_retired_inference_count_rule(tmp_path):
+    """Issue 28: an earlier edgebench marked a row invalid for too few inferences behind its p99 (or a custom
+    min_inferences). Validity is now per metric, so --resume measures those rows again (their old lines go to
+    attempts.csv); a row invalid for another reason stays done, as before."""
+    store = ResultsStore(tmp_path)
+    store.append(_row("a", "ok", throughput_ips=100.0))
+    store.append(_row("p99", "invalid", reason="only 373 inferences in the window; p99 needs 662"))
+    store.append(_row("both", "invalid", reason="window 1.0 s shorter than required 5.0 s; only 85 inferences in "
+                                                  "the window; p99 needs 662; accuracy not compared"))
+    store.append(_row("custom", "invalid", reason="only 310 inferences in the window; min_inferences is 500"))
+    store.append(_row("unstable", "invalid", reason="throughput unstable across 5 sub-windows: 40% from the mean"))
+    store.append(_row("slo", "ok", reason="slo: unmeasured: 300 inferences in the window, a p99 needs 662"))
+    assert store.done_hashes() == {"a", "unstable", "slo"}  # what a --dry-run --resume counts as done
+
+    resumed = ResultsStore.resume(tmp_path)
+    assert [r["config_hash"] for r in resumed.rows()] == ["a", "unstable", "slo"]
+    assert [r["config_hash"] for r in resumed.attempt_rows()] == ["p99", "both", "custom"]
+    assert resumed.resume_report == {"kept": 3, "failed_moved": 0, "partial_lines": 0, "rejudged_moved": 3}
+
+
 def test_resume_of_a_clean_or_missing_run_changes_nothing(tmp_path):
     missing = ResultsStore.resume(tmp_path / "new")
     assert missing.rows() == [] and missing.done_hashes() == set()

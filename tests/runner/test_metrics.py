@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edgebench.config.run_config import RunConfig
-from edgebench.runner.metrics import MIN_INFERENCES_FOR, judge, summarize
+from edgebench.runner.metrics import MIN_INFERENCES_FOR, judge, percentile_gaps, summarize, window_needed_s
 
 MS = 1_000_000  # ns
 
@@ -130,12 +130,41 @@ def test_judge_names_a_short_window():
         "invalid", "window 1.0 s shorter than required 5.0 s")
 
 
-def test_judge_names_too_few_inferences():
+def test_too_few_inferences_for_a_p99_leave_it_empty_with_its_reason_and_the_row_ok():
+    """Issue 28: validity is per metric. 310 inferences back a p90 and p95 but not a p99: the row is ok, its p99
+    empty, and the reason (the window ran to max_duration_s; the length that would back it) is an empty_reasons
+    entry, never the row's reason."""
     s = summarize([periodic(0, 10 * MS, 10 * MS, 310)], batch=1, sub_windows=5)
-    assert judge(s, cfg(duration_s=3.0, min_inferences=662)) == (
-        "invalid", "only 310 inferences in the window; p99 needs 662")
-    assert judge(s, cfg(duration_s=3.0, min_inferences=500))[1] == (
-        "only 310 inferences in the window; min_inferences is 500")
+    c = cfg(duration_s=3.0, max_duration_s=3.1, min_inferences=662)
+    assert judge(s, c) == ("ok", "")
+    assert s.latency_ms["p99"] is None and s.latency_ms["p95"] is not None and s.latency_ms["p90"] is not None
+    assert percentile_gaps(s, c) == [
+        "latency_ms_p99: 310 inferences in the window, p99 needs 662 (LoadGen's floor); the window ran to "
+        "run.max_duration_s 3.1 s (--max-duration): at 100 inferences/s about 7 s would back the p99"]
+
+
+def test_a_window_stopped_at_a_lower_min_inferences_says_so_for_each_empty_percentile():
+    s = summarize([periodic(0, 10 * MS, 10 * MS, 100)], batch=1, sub_windows=5)
+    c = cfg(duration_s=1.0, min_inferences=100)
+    assert judge(s, c) == ("ok", "")
+    assert percentile_gaps(s, c) == [
+        "latency_ms_p95, latency_ms_p99: 100 inferences in the window, p95 needs 130, p99 needs 662 (LoadGen's "
+        "floors); the window stopped at run.min_inferences 100 (--min-inferences); 662 back the p99"]
+
+
+def test_no_gap_when_every_percentile_is_backed_or_nothing_was_measured():
+    s = summarize([periodic(0, 1 * MS, 1 * MS, 700)], batch=1, sub_windows=5)
+    assert s.latency_ms["p99"] is not None and percentile_gaps(s, cfg()) == []
+    empty = summarize([Stamps(np.empty(0, np.int64), np.empty(0, np.int64))], batch=1, sub_windows=5)
+    assert percentile_gaps(empty, cfg()) == []
+
+
+def test_window_needed_follows_the_orchestrators_stop_rule():
+    c = cfg(duration_s=2.0, max_duration_s=30.0, min_inferences=662)
+    assert window_needed_s(1000.0, c) == 2.0  # 664 inferences take 0.66 s: the minimum duration rules
+    assert window_needed_s(100.0, c) == pytest.approx(6.64)  # min_inferences (+2 per instance) rules
+    assert window_needed_s(10.0, c) == 30.0  # capped by max_duration_s
+    assert window_needed_s(0.0, c) == 30.0
 
 
 def test_judge_joins_several_reasons():
@@ -147,7 +176,6 @@ def test_judge_joins_several_reasons():
     status, reason = judge(s, cfg(duration_s=5.0, min_inferences=662))
     assert status == "invalid"
     assert reason == ("window 1.0 s shorter than required 5.0 s; "
-                      "only 85 inferences in the window; p99 needs 662; "
                       "throughput unstable across 5 sub-windows: 71% from the mean")
 
 

@@ -18,7 +18,7 @@ from edgebench.errors import BackendError, ConfigError
 from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.runner import orchestrator, worker
-from edgebench.runner.metrics import judge, summarize
+from edgebench.runner.metrics import judge, percentile_gaps, summarize
 from edgebench.runner.orchestrator import run_instances
 from edgebench.telemetry.base import Channel, Timeline
 
@@ -194,7 +194,8 @@ def test_max_duration_caps_the_window():
     assert 0.5 <= window_s < 5.0
     s = summarize(out.instances, cfg.batch, cfg.sub_windows)
     assert 0 < s.inferences <= window_s / 0.01 + 1  # each inference sleeps 10 ms
-    assert "p99 needs" not in judge(s, cfg)[1] and "min_inferences is 100000" in judge(s, cfg)[1]
+    assert "inferences" not in judge(s, cfg)[1]  # issue 28: too few inferences leave percentiles empty, row valid
+    assert "the window ran to run.max_duration_s 0.5 s" in percentile_gaps(s, cfg)[0]
 
 
 def test_accuracy_outputs_come_from_instance_zero_with_a_padded_last_chunk():

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Type-check the TensorRT backend against the real TensorRT Python API (tensorrt-stubs 10.13 from PyPI),
-# on any machine: no TensorRT needed. Used by `make test`.
+# Type-check all of edgebench/ (mypy, tools/mypy.ini), the TensorRT backend against the real TensorRT Python API
+# (tensorrt-stubs 10.13 from PyPI), on any machine: no TensorRT needed. Used by `make test`.
 #  1. install the stubs (--no-deps: they "require" the multi-GB tensorrt wheels) into $VENV/trt-stubs, a
 #     folder of their own, NOT site-packages: there their tensorrt/ (only __init__.pyi) would import as an
 #     empty namespace package and hide that TensorRT is absent;
 #  2. patch the two spots of the generated stubs that are not valid Python (idempotent);
-#  3. run mypy with tools/mypy_trt.ini over edgebench/backends/trt*.py and cuda_buffers.py.
+#  3. run mypy with tools/mypy.ini over edgebench/ (strict on edgebench/backends/trt*.py and cuda_buffers.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -24,7 +24,4 @@ fi
 sed -i -E 's/([(,] *)in: /\1in_: /g' "$PYI"
 sed -i -E 's/(power: Weights = None, channel_axis: int)\)/\1 = ...)/' "$PYI"
 
-MYPYPATH="$STUBS" "$PY" -m mypy --config-file tools/mypy_trt.ini \
-    edgebench/backends/trt.py edgebench/backends/trt_logic.py edgebench/backends/trt_reports.py \
-    edgebench/backends/trt_calibration.py edgebench/backends/trt_engine_cache.py \
-    edgebench/backends/cuda_buffers.py edgebench/backends/trt_layers.py "$@"
+MYPYPATH="$STUBS" "$PY" -m mypy --config-file tools/mypy.ini "$@"
