@@ -54,7 +54,8 @@ from edgebench.device.system import collect_system_info
 from edgebench.errors import DiskFullError, EdgebenchError, ModelError
 from edgebench.models.artifacts import Artifacts
 from edgebench.models.export import export_onnx, load_external_onnx
-from edgebench.models.inputs import load_data
+from edgebench.models.inputs import load_data, parse_values
+from edgebench.models.inputs import with_values as with_values_of
 from edgebench.models.precision import onnx_spec, resolved_spec
 from edgebench.models.spec import load_model_spec
 from edgebench.pipeline.estimate import estimate
@@ -81,7 +82,7 @@ DEFAULT_OUT = "runs"
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
                     "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing",
                     "arrival", "slo_repeats", "weights", "dataset",
-                    "labels", "accuracy_samples", "calibration_samples")
+                    "labels", "accuracy_samples", "calibration_samples", "value")
 # --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
 RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "
                      "again, judged per metric (a percentile too few inferences back is empty, the row valid)")
@@ -113,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "state), sr:none (no batch axis: fed as is at every batch); default: found "
                                         "from the graph")
     r.add_argument("--vocab", help="vocabulary size of token-id inputs: 30522, or input_ids:30522,token_type_ids:2")
+    r.add_argument("--value", metavar="NAME:V[,NAME:V]", help="feed an input as a constant (timing, int8 calibration "
+                                                            "and accuracy alike): sr:16000 for a sample rate")
     r.add_argument("--data", help=".npz (one array per input name) or a folder of .npz: real inputs for the "
                                   "accuracy check and int8 calibration")
     r.add_argument("--instances", type=positive_int, default=1)
@@ -237,7 +240,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
                   onnx_specs: dict | None = None) -> int:
     models = ModelCache(_cache(args), profile.calibration.model_dump(), onnx_specs=onnx_specs or {},
                         accuracy=profile.accuracy.model_dump(),
-                        shapes=dict(profile.sweep.shapes or {}))
+                        shapes=dict(profile.sweep.shapes or {}),
+                        values=dict(profile.sweep.values or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
     if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
         print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
@@ -302,7 +306,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
     if not saved.exists():
         raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
     profile = load_profile(str(saved))
-    planned = expand(profile, env, resumed_threads=resumed_threads(run_dir))
+    planned = planned_with_values(profile, env, resumed_threads=resumed_threads(run_dir))
     if args.dry_run:  # read only: no lock, no repair of results.csv, nothing measured
         done = ResultsStore(run_dir).done_hashes()
         todo = sum(1 for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done)
@@ -333,9 +337,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.resume:
         return _resume(args, env)
 
-    profile = apply_overrides(load_profile(args.device or "host"), args)
-    planned = expand(profile, env)
-    check_model_inputs(profile)
+    profile = with_values(apply_overrides(load_profile(args.device or "host"), args), args.value)
+    planned = planned_with_values(profile, env)
     if args.dry_run:
         print(f"profile {profile.name} ({profile.source})")
         print(describe(planned))
@@ -358,13 +361,41 @@ def refuse_empty_plan(planned: list) -> None:
         raise NothingToMeasure(f"{nothing} (no run folder written; `--dry-run` shows the plan)")
 
 
-def check_model_inputs(profile: Any) -> None:
-    """Resolve every model's input set (sweep.shapes, spec shapes/vocab) before anything runs: a bad shape or a
-    missing one is one error naming the model's input, not a failed row per config."""
+def with_values(profile: Any, text: str | None) -> Any:
+    """The profile with --value NAME:V[,NAME:V] over its sweep.values (so the run folder's profile.yaml keeps them)."""
+    if not text:
+        return profile
+    return profile.with_overrides("sweep", {"values": "--value"},
+                                  values={**(profile.sweep.values or {}), **parse_values(text)})
+
+
+def planned_with_values(profile: Any, env: Any, **kw: Any) -> list:
+    """The plan, its errors (unknown model, backend) first, then the models' inputs checked; configs carry each
+    model's fixed input values."""
+    planned = expand(profile, env, **kw)
+    values = check_model_inputs(profile)
+    return expand(profile, env, input_values=values, **kw) if any(values.values()) else planned
+
+
+def check_model_inputs(profile: Any) -> dict[str, dict[str, Any]]:
+    """Resolve every model's input set (sweep.shapes, sweep.values, spec shapes/vocab/values) before anything runs: a
+    bad shape or a missing one is one error naming the model's input, not a failed row per config. Returns each
+    model's fixed input values (the plan puts them in its configs); a sweep value no model has an input for is an
+    error."""
 
     shapes = profile.sweep.shapes or {}
+    values = parse_values(profile.sweep.values, "sweep.values")
+    out: dict[str, dict[str, Any]] = {}
+    names: set[str] = set()
     for model in profile.sweep.models:
-        resolved_spec(load_model_spec(model), shapes.get(model), f"{profile.source}: sweep.shapes.{model}")
+        spec = resolved_spec(load_model_spec(model), shapes.get(model), f"{profile.source}: sweep.shapes.{model}",
+                             values, "--value")
+        out[model] = {d.name: d.value for d in spec.inputs if d.value is not None}
+        names |= {d.name for d in spec.inputs}
+    if missing := sorted(set(values) - names):
+        raise EdgebenchError(f"--value: no model of the sweep has an input named {', '.join(map(repr, missing))} "
+                             f"(models: {', '.join(profile.sweep.models)})")
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -380,7 +411,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         shapes = args.shapes or (profile.sweep.shapes or {}).get(label)
         spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
                          shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}",
-                         batch_axis=args.batch_axis)
+                         batch_axis=args.batch_axis, values=args.value)
         fixed_batch_refusal(spec, batch, args.onnx)
         if args.data:  # read it now: a wrong file or array is an error before anything runs
 
@@ -400,6 +431,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise EdgebenchError(f"--vocab: model {model} states its inputs' vocabulary in its spec "
                                  f"(models/{model}.yaml); --vocab is for --onnx")
         spec = resolved_spec(load_model_spec(model), args.shapes, "--shapes")
+        if args.value:  # every name must be an input of this model (a sweep's --value needs one model to have it)
+            spec = resolved_spec(spec, None, "--shapes", parse_values(args.value), "--value")
+            with_values_of(spec.inputs, parse_values(args.value), f"model {model}")
         if args.data:
             import dataclasses
 
@@ -420,8 +454,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = window_overrides(profile, args)
     profile = load_overrides(profile, args)
     profile = apply_accuracy(profile, args)
+    fixed = {d.name: d.value for d in spec.inputs if d.value is not None}  # --value, the spec's, or --data's scalar
+    if fixed:
+        profile = profile.with_overrides("sweep", {"values": "--value"}, values=fixed)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
-                     fixed_batches=fixed_batches)
+                     fixed_batches=fixed_batches, input_values={model: fixed})
     refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)

@@ -115,3 +115,61 @@ def two_fixed_batches(path: Path) -> Path:
         helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 16])],
         [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8])], inits)
     return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
+VAD_SAMPLES, VAD_HIDDEN = 64, 16  # audio samples per chunk; GRU hidden size (the state is [2, batch, 16])
+
+
+def voice_activity(path: Path) -> Path:
+    """Shaped like a voice-activity model from a PyPI wheel: input [batch, 64] audio, state [2, batch, 16] and a
+    scalar int64 sr (8000 or 16000) that selects the branch: If(sr == 16000) runs a bidirectional GRU over 4 frames
+    of 16 samples, else the 8 kHz path over 4 frames of 8, which takes 32-sample chunks: a 64-sample chunk with any
+    sr but 16000 fails in ONNX Runtime (Reshape), as the real model's wrong-rate path does. Outputs: output
+    [batch, 1] (a speech probability, one value per sample) and stateN [2, batch, 16]. The head (ReduceMean, MatMul,
+    Sigmoid) sits outside the If, so int8 quantizes it; the GRUs inside the branches stay float."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    h = VAD_HIDDEN
+
+    def branch(name: str, frames: int, width: int) -> object:
+        w = numpy_helper.from_array((0.3 * rng.standard_normal((2, 3 * h, width))).astype(np.float32), f"{name}_w")
+        r = numpy_helper.from_array((0.3 * rng.standard_normal((2, 3 * h, h))).astype(np.float32), f"{name}_r")
+        b = numpy_helper.from_array((0.1 * rng.standard_normal((2, 6 * h))).astype(np.float32), f"{name}_b")
+        shape = numpy_helper.from_array(np.array([0, frames, width], np.int64), f"{name}_shape")
+        nodes = [helper.make_node("Reshape", ["input", f"{name}_shape"], [f"{name}_frames"]),
+                 helper.make_node("Transpose", [f"{name}_frames"], [f"{name}_x"], perm=[1, 0, 2]),
+                 helper.make_node("GRU", [f"{name}_x", f"{name}_w", f"{name}_r", f"{name}_b", "", "state"],
+                                  ["", f"{name}_h"], hidden_size=h, direction="bidirectional")]
+        out = helper.make_tensor_value_info(f"{name}_h", TensorProto.FLOAT, [2, None, h])
+        return helper.make_graph(nodes, name, [], [out], [w, r, b, shape])
+
+    inits = [numpy_helper.from_array(np.array(16000, np.int64), "sr_16k"),
+             numpy_helper.from_array((0.5 * rng.standard_normal((h, 1))).astype(np.float32), "head_w")]
+    nodes = [helper.make_node("Equal", ["sr", "sr_16k"], ["is_16k"]),
+             helper.make_node("If", ["is_16k"], ["hidden"], then_branch=branch("khz16", 4, 16),
+                              else_branch=branch("khz8", 4, 8)),
+             helper.make_node("Identity", ["hidden"], ["stateN"]),
+             helper.make_node("ReduceMean", ["hidden"], ["feats"], axes=[0], keepdims=0),
+             helper.make_node("MatMul", ["feats", "head_w"], ["logit"]),
+             helper.make_node("Sigmoid", ["logit"], ["output"])]
+    graph = helper.make_graph(nodes, "voice_activity", [
+        helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", VAD_SAMPLES]),
+        helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, "batch", h]),
+        helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 1]),
+         helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, "batch", h])], inits)
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def nothing_to_quantize(path: Path) -> Path:
+    """x [batch, 8] -> Sin -> Div by 2 -> Tanh -> y [batch, 8]: no op ONNX Runtime's QDQ quantizer quantizes, so its
+    int8 file has 0 QuantizeLinear and 0 DequantizeLinear nodes."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Sin", ["x"], ["s"]), helper.make_node("Div", ["s", "two"], ["d"]),
+             helper.make_node("Tanh", ["d"], ["y"])]
+    graph = helper.make_graph(nodes, "no_qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+                              [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)

@@ -110,6 +110,8 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     add_window_options(b)
     b.add_argument("--repeats", type=positive_int, help="measure every configuration this many times")
     b.add_argument("--out", help="folder the run folder is created in (default runs/)")
+    b.add_argument("--value", metavar="NAME:V[,NAME:V]", help="feed an input as a constant in every model that has it "
+                                                            "(timing, int8 calibration, accuracy): sr:16000")
     b.add_argument("--resume", metavar="RUN_DIR", help="continue a killed sweep with the plan saved in RUN_DIR; "
                    "rows already valid are kept (plan options such as --batches are refused with it)")
     b.add_argument("--dry-run", action="store_true", help="print the expanded plan with skip reasons and exit "

@@ -70,6 +70,8 @@ class RunConfig:
     # fixed-rate row was before arrival models existed) keep their hashes
     arrival: str = field(default=RUN.arrival, metadata=omitted_from_hash_if(
         lambda d: d.get("rate_hz") is None or d.get("arrival") == "even"))
+    # fixed input values (--value, a spec's values:), sorted; two values are two configs
+    input_values: tuple[tuple[str, Any], ...] = field(default=(), metadata=omitted_from_hash_when({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "placements", placements_of(self.placements))  # texts from tests, plan.json
@@ -110,6 +112,7 @@ class RunConfig:
         d = asdict(self)
         d["placements"] = [str(p) for p in self.placements]
         d["options"] = dict(self.options)
+        d["input_values"] = dict(self.input_values)
         return d
 
     def config_hash(self) -> str:
@@ -130,6 +133,7 @@ class RunConfig:
         load = f"/rate={self.rate_hz:g}/{self.arrival}" if self.rate_hz is not None else ""
         load += f"/slo={self.slo_ms:g}ms" if self.slo_ms is not None else ""
         load += "/mps" if self.gpu_sharing == "mps" else ""
+        load += "".join(f"/{k}={v}" for k, v in self.input_values)
         return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"
                 f"{opts}{pm}{load}{rep}")
 

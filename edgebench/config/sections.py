@@ -76,6 +76,9 @@ class SweepSection(Section):
         default=None, description="backend option sets, e.g. [{}, {cuda_graph: true}]; each is a row")
     shapes: Mapping_ | None = Field(default=None, description="per model, input shapes in trtexec form for symbolic axes, "
                                                       "e.g. {detector: 'images:1x3x320x320'}")
+    values: dict[str, int | float] | None = Field(
+        default=None, description="fixed input values by input name, {sr: 16000} (--value sr:16000): every model of "
+                                  "the sweep with that input is fed the constant (timing, calibration, accuracy)")
 
 
 class RunSection(Section):

@@ -6,7 +6,9 @@ inputs (runner/probe.py, never a measured process); this module compares the two
 Metrics per output: minimum cosine similarity of a sample's values and max absolute error for every
 output; top-1 agreement (%) only where the output is a class-score vector ([N, C], float, C >= 2). Samples whose
 FP32 reference is ~0 (every |value| < NEAR_ZERO_REF: a detector on noise) are left out of the cosine; an output
-that is ~0 for every sample is flagged ("FP32 reference is ~0"), not scored.
+that is ~0 for every sample is flagged ("FP32 reference is ~0"), not scored. An output with one value per sample
+(a probability [N, 1]) gets no cosine either (a cosine of one number is only its sign: 1.0 for 0.3 vs 0.9, 0.0 for
+any value vs 0); its max abs error and relative error (max abs error / max |FP32|) are reported.
 `compare` (one output, top-1 always) is the one-output form kept for its callers.
 """
 
@@ -110,10 +112,15 @@ class OutputAgreement:
     top1_agreement_pct: float | None
     samples: int
     note: str = ""
+    no_cosine: str = ""  # compared, but why it has no cosine (one value per sample); rel_err then says how close
+    rel_err: float | None = None  # max abs error / max |FP32 value| of the output
 
     def text(self) -> str:
         if self.note:
             return f"{self.name}: {self.note}"
+        if self.no_cosine:
+            rel = f" rel_err={self.rel_err:.3g}" if self.rel_err is not None else ""
+            return f"{self.name}: max_abs={self.max_abs_err:.3g}{rel} (no cosine: {self.no_cosine})"
         top1 = f" top1={self.top1_agreement_pct:.4g}%" if self.top1_agreement_pct is not None else ""
         return f"{self.name}: cos_min={self.cosine_min:.6f} max_abs={self.max_abs_err:.3g}{top1}"
 
@@ -169,6 +176,11 @@ def compare_outputs(outputs: Mapping[str, np.ndarray], reference: Mapping[str, n
                                        f"FP32 reference is ~0 (max |x| = {float(flat.max()):.3g} < {NEAR_ZERO_REF:g}): "
                                        f"no cosine; max_abs={err:.3g}"))
             continue
+        if flat.shape[1] == 1:  # one value per sample (or a scalar output): its cosine is only its sign
+            err = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
+            out.append(OutputAgreement(name, None, err, None, int(flat.shape[0]),
+                                       no_cosine=ONE_VALUE, rel_err=err / float(flat.max())))
+            continue
         a = compare(got[live], ref[live]) if ref.ndim else compare(got.reshape(1, 1), ref.reshape(1, 1))
         scores = is_class_scores(ref, num_classes) and ref.shape[1] not in per_element
         top1 = a.top1_agreement_pct if scores else None
@@ -176,15 +188,29 @@ def compare_outputs(outputs: Mapping[str, np.ndarray], reference: Mapping[str, n
     return out
 
 
+ONE_VALUE = "one value per sample, whose cosine is only its sign"
+
+
 def row_fields(agreements: list[OutputAgreement]) -> dict[str, Any]:
     """Row columns: the worst cosine / max abs error over the compared outputs, top-1 over the class-score
-    outputs (the lowest), which outputs were compared, and every output's figures."""
+    outputs (the lowest), which outputs were compared, and every output's figures. accuracy_cosine_min is over the
+    outputs that have a cosine (empty when none has: cosine_empty_reason says why)."""
     done = [a for a in agreements if not a.note]
+    cosines = [a.cosine_min for a in done if a.cosine_min is not None]
     top1 = [a.top1_agreement_pct for a in done if a.top1_agreement_pct is not None]
     return {
-        "accuracy_cosine_min": min(a.cosine_min for a in done) if done else None,  # type: ignore[type-var]
+        "accuracy_cosine_min": min(cosines) if cosines else None,
         "accuracy_max_abs_err": max(a.max_abs_err for a in done) if done else None,  # type: ignore[type-var]
         "accuracy_top1_agreement_pct": min(top1) if top1 else None,
         "accuracy_outputs": ";".join(a.name for a in done) or None,
         "accuracy_per_output": "; ".join(a.text() for a in agreements) or None,
     }
+
+
+def cosine_empty_reason(row: Mapping[str, Any]) -> str | None:
+    """The empty_reasons entry of a row whose outputs were compared with FP32 (max abs error filled) but none has a
+    cosine: one value per sample, or a reference that is ~0 (accuracy_per_output says which, per output)."""
+    if row.get("accuracy_cosine_min") is not None or row.get("accuracy_max_abs_err") is None:
+        return None
+    return (f"accuracy_cosine_min: no output compared with FP32 has a cosine ({row.get('accuracy_outputs') or '?'}: "
+            f"{ONE_VALUE} or a reference ~0; accuracy_max_abs_err and accuracy_per_output's rel_err say how close)")

@@ -175,7 +175,8 @@ def calibration_feeds(
         raise ModelError(f"calibration: samples must be >= 1, got {samples}")
     npz = source != "synthetic" and (source.endswith(".npz") or (
         Path(source).is_dir() and any(p.suffix == ".npz" for p in Path(source).iterdir())))
-    if len(inputs) == 1 and inputs[0].dtype == "float32" and inputs[0].batch_axis == 0 and not npz:
+    if len(inputs) == 1 and inputs[0].dtype == "float32" and inputs[0].batch_axis == 0 and not npz and \
+            inputs[0].value is None:
         data, record = calibration_batches(source, inputs[0].shape, samples, seed)
         return {inputs[0].name: data}, record
     record = {"source": source, "seed": seed}
@@ -192,6 +193,7 @@ def calibration_feeds(
     record["count"] = sample_count(feeds, inputs)
     record["shape"] = list(feeds[inputs[0].name].shape)
     record["inputs"] = {d.name: {"dtype": d.dtype, "shape": list(feeds[d.name].shape), "role": d.role,
-                                 "vocab": d.vocab} for d in inputs}
+                                 "vocab": d.vocab, **({} if d.value is None else {"value": d.value})}
+                        for d in inputs}
     record["sha256"] = digest.hexdigest()
     return feeds, record

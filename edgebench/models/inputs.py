@@ -13,6 +13,11 @@ has it where the symbol is; another dynamic axis 0 is the batch; a fixed axis 0 
 equals the first fixed one, else the input is per-model state with no batch axis. The batch sweep, the
 synthetic data, `--data`, calibration and accuracy chunks change only inputs that have a batch axis.
 
+A fixed value (`--value sr:16000`, `values: {sr: 16000}` in a model spec) makes an input that constant in every
+feed: timing, int8 calibration, the accuracy check and its FP32 reference (also over `--data`, which then need not
+hold it). A scalar integer input (shape [], e.g. a sample rate that selects a branch) needs a value or a vocabulary:
+drawn at random it would take a path the model never takes in use.
+
 Synthetic data is valid per input: float inputs are seeded standard-normal values (what a normalised
 image or feature tensor looks like; a single float input gets exactly `make_input`'s values), token
 inputs are ids in [0, vocab), mask inputs are ones (bool: True). Real data comes from an .npz (one array
@@ -69,6 +74,7 @@ class InputDesc:
     vocab: int | None = None  # tokens: ids are drawn from [0, vocab)
     dynamic_axes: tuple[int, ...] = (0,)  # axes (of the full shape) symbolic in the graph
     batch_axis: int | None = 0  # where the batch goes in the full shape; None: fed as `shape` at every batch
+    value: int | float | None = None  # a fixed value: every feed holds this constant (--value, a spec's values:)
 
     def full_shape(self, batch: int) -> tuple[int, ...]:
         if self.batch_axis is None:
@@ -80,13 +86,15 @@ class InputDesc:
         return self.batch_axis is not None
 
     def label(self, batch: int) -> str:
-        """'input_ids:int64[8x128]'"""
-        return f"{self.name}:{self.dtype}[{'x'.join(str(d) for d in self.full_shape(batch))}]"
+        """'input_ids:int64[8x128]'; a fixed value follows its shape: 'sr:int64[]=16000'"""
+        fixed = "" if self.value is None else f"={self.value:g}" if isinstance(self.value, float) else f"={self.value}"
+        return f"{self.name}:{self.dtype}[{'x'.join(str(d) for d in self.full_shape(batch))}]{fixed}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "role": self.role,
                 "vocab": self.vocab, "dynamic_axes": list(self.dynamic_axes),
-                **({} if self.batch_axis == 0 else {"batch_axis": self.batch_axis})}  # absent = 0: cache keys stay
+                **({} if self.batch_axis == 0 else {"batch_axis": self.batch_axis}),  # absent = 0: cache keys stay
+                **({} if self.value is None else {"value": self.value})}
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,61 @@ def parse_vocab(value: str | int | Mapping[str, int] | None, source: str = "--vo
             raise InputError(f"{source}: vocabulary size {n} for {name!r} must be >= 1")
         out[str(name)] = n
     return out
+
+
+def parse_values(value: str | Mapping[str, Any] | None, source: str = "--value") -> dict[str, int | float]:
+    """'sr:16000' or 'sr:16000,gain:0.5' (or {name: number}) -> {name: int or float}: inputs fed as that constant."""
+    if value is None or value == "":
+        return {}
+    items: list[tuple[str, Any]]
+    if isinstance(value, Mapping):
+        items = [(str(k), v) for k, v in value.items()]
+    else:
+        items = []
+        for item in (s.strip() for s in str(value).split(",") if s.strip()):
+            name, sep, text = item.rpartition(":")
+            if not sep or not name.strip() or not text.strip():
+                raise InputError(f"{source}: {item!r} is not NAME:VALUE (e.g. sr:16000)")
+            items.append((name.strip(), text.strip()))
+    out: dict[str, int | float] = {}
+    for name, v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise InputError(f"{source}: input '{name}': value {v!r} is not a number")
+        try:
+            number: int | float = int(v) if isinstance(v, int) or (isinstance(v, str) and v.lstrip("+-").isdigit()) \
+                else float(v)
+        except ValueError:
+            raise InputError(f"{source}: input '{name}': value {v!r} is not a number") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise InputError(f"{source}: input '{name}': value {v!r} is not a finite number")
+        out[name] = number
+    return out
+
+
+def value_for(name: str, dtype: str, value: int | float, source: str = "--value") -> int | float:
+    """`value` as input `name` of `dtype` holds it: an integer for integer inputs (2.5 is refused), 0/1 for bool."""
+    if dtype in INT_DTYPES or dtype == "bool":
+        if float(value) != int(value):
+            raise InputError(f"{source}: input '{name}' is {dtype}; value {value!r} is not a whole number")
+        if dtype == "bool" and int(value) not in (0, 1):
+            raise InputError(f"{source}: input '{name}' is bool; value {value!r} is not 0 or 1")
+        return int(value)
+    return float(value)
+
+
+def with_values(inputs: Iterable[InputDesc], values: Mapping[str, int | float] | None, source: str = "model",
+                values_source: str = "--value") -> tuple[InputDesc, ...]:
+    """`inputs` with the fixed values of `values` set (an unknown name or a value the dtype cannot hold: one line)."""
+    import dataclasses
+
+    inputs = tuple(inputs)
+    values = dict(values or {})
+    names = [d.name for d in inputs]
+    for name in values:
+        if name not in names:
+            raise InputError(f"{values_source}: {source} has no input named '{name}' (inputs: {', '.join(names)})")
+    return tuple(dataclasses.replace(d, value=value_for(d.name, d.dtype, values[d.name], values_source))
+                 if d.name in values else d for d in inputs)
 
 
 # --------------------------------------------------------------------------- the plan
@@ -214,13 +277,14 @@ def batch_axes(graph: list[GraphInput], explicit: Mapping[str, int | None] | Non
 def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]] | None = None,
             vocab: Mapping[str, int] | None = None, source: str = "model",
             shapes_source: str = "--shapes", vocab_from_data: bool = False,
-            batch_axis: Mapping[str, int | None] | None = None, axes_source: str = "--batch-axis") -> ShapePlan:
+            batch_axis: Mapping[str, int | None] | None = None, axes_source: str = "--batch-axis",
+            values: Mapping[str, int | float] | None = None, values_source: str = "--value") -> ShapePlan:
     """Resolve every graph input to a per-sample shape, a dtype, a batch axis and a data role.
 
     Errors name the input (and the axis): an unknown name in `shapes`/`batch_axis`, a shape of the wrong rank,
     a dim (the batch included) that contradicts a fixed one in the graph, a symbolic axis no shape gives, an
-    unsupported dtype, a token input with no vocabulary (unless `vocab_from_data`: the caller takes it from
-    real data), inputs that fix different batches on their batch axes."""
+    unsupported dtype, a token input with no vocabulary and no fixed value in `values` (unless `vocab_from_data`:
+    the caller takes it from real data), inputs that fix different batches on their batch axes."""
     graph = list(graph)
     shapes = dict(shapes or {})
     vocab = dict(vocab or {})
@@ -234,6 +298,10 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
     for g in graph:
         if g.dtype not in INPUT_DTYPES:
             raise InputError(f"{source}: input '{g.name}' is {g.dtype}; edgebench feeds {', '.join(INPUT_DTYPES)}")
+    values = dict(values or {})
+    for name in values:
+        if name not in names:
+            raise InputError(f"{values_source}: {source} has no input named '{name}' (inputs: {', '.join(names)})")
     axes = batch_axes(graph, batch_axis, source, axes_source)
     descs: list[InputDesc] = []
     fixed: dict[str, int] = {}
@@ -271,17 +339,25 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
             elif want is None:
                 label = f" ('{dim}')" if isinstance(dim, str) and dim else ""
                 example = "x".join(str(d) if isinstance(d, int) and d > 0 else "N" for d in g.dims)
+                hint = ""
+                if g.name not in (batch_axis or {}) and (ax is None or ax not in g.dynamic_axes):
+                    # the batch went to a fixed axis (or none): this dynamic one is likely the batch (a state
+                    # [2, batch, 128]); --shapes would feed it as is at every batch, split from the other inputs
+                    say = (f"{axes_source} {g.name}:{axis}" if axes_source.startswith("--")
+                           else f"{axes_source}: {{{g.name}: {axis}}}")
+                    hint = (f"if it is the batch (a state {_dims_text(g.dims)}), say so with {say}; else ")
                 raise InputError(f"{source}: input '{g.name}' axis {axis}{label} is dynamic and no shape gives it; "
-                                 f"give it with --shapes {g.name}:{example} (or shapes: in the profile/model spec)")
+                                 f"{hint}give it with --shapes {g.name}:{example} (or shapes: in the profile/model "
+                                 "spec)")
             else:
                 sample.append(want)
         shape = tuple(sample)
         role = role_for(g.name, g.dtype, shape if ax is not None else shape[1:])
         size = vocab.get(g.name, vocab.get("*")) if role == "tokens" else None
-        if role == "tokens" and size is None and not vocab_from_data:
-            raise InputError(f"{source}: input '{g.name}' is {g.dtype} token ids and no vocabulary size is known; "
-                             f"give --vocab {g.name}:N (or vocab: in the model spec), or real data with --data")
-        descs.append(InputDesc(g.name, g.dtype, shape, role, size, g.dynamic_axes, ax))
+        value = value_for(g.name, g.dtype, values[g.name], values_source) if g.name in values else None
+        if role == "tokens" and size is None and value is None and not vocab_from_data:
+            raise InputError(no_vocabulary(g, source))
+        descs.append(InputDesc(g.name, g.dtype, shape, role, size, g.dynamic_axes, ax, value))
     if len(set(fixed.values())) > 1:
         raise InputError(f"{source}: inputs fix different batches on their batch axes: "
                          + ", ".join(f"'{n}' {b}" for n, b in fixed.items())
@@ -294,6 +370,27 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
         notes.insert(0, f"the graph fixes the batch at {fixed_batch}")
     return ShapePlan(tuple(descs), fixed_batch, next(iter(shapes_batches)) if len(shapes_batches) == 1 else None,
                      tuple(notes))
+
+
+def no_vocabulary(g: GraphInput, source: str) -> str:
+    """The one line for an integer input with neither a vocabulary nor a fixed value: a scalar (a sample rate, a
+    mode that selects a branch) is offered --value first, token ids --vocab first."""
+    if not g.dims:
+        return (f"{source}: input '{g.name}' is a scalar {g.dtype} (one number at every batch, e.g. a sample rate) "
+                f"and nothing says its value; give it with --value {g.name}:V (or values: in the model spec), or "
+                f"draw it at random from [0, N) with --vocab {g.name}:N")
+    return (f"{source}: input '{g.name}' is {g.dtype} token ids and no vocabulary size is known; "
+            f"give --vocab {g.name}:N (or vocab: in the model spec), real data with --data, or a constant with "
+            f"--value {g.name}:V")
+
+
+def random_scalars_note(inputs: Iterable[InputDesc]) -> str:
+    """For a failed row: the scalar integer inputs drawn at random (--vocab, no --value), which may have taken a
+    branch the model never takes in use; '' when there are none."""
+    drawn = [d for d in inputs if d.role == "tokens" and d.value is None and d.vocab and not d.shape
+             and d.batch_axis is None]
+    return "; ".join(f"scalar input '{d.name}' was drawn at random from [0, {d.vocab}): if it selects a path (a "
+                     f"sample rate), fix it with --value {d.name}:V" for d in drawn)
 
 
 def _dims_text(dims: tuple[int | str | None, ...]) -> str:
@@ -355,7 +452,9 @@ def synthetic(inputs: Iterable[InputDesc], batch: int, seed: int) -> dict[str, n
     for i, d in enumerate(inputs):
         shape = d.full_shape(batch)
         s = seed + i * INPUT_SEED_STRIDE
-        if d.role == "mask":
+        if d.value is not None:
+            out[d.name] = np.full(shape, d.value, dtype=d.dtype)
+        elif d.role == "mask":
             out[d.name] = np.ones(shape, dtype=d.dtype)
         elif d.role == "tokens":
             if d.vocab is None:
@@ -372,10 +471,12 @@ def load_data(path: str | Path, inputs: Iterable[InputDesc], samples: int | None
     An array is the input's full shape with N samples on its batch axis, or a single sample; an input with no
     batch axis gives exactly its shape (the first file's value is used at every batch). Its dtype is cast to the
     input's. With `samples`, the first `samples` are returned and fewer is an error. Errors name the file and
-    the input. The result is laid out like the inputs take it (N on each batch axis)."""
+    the input. The result is laid out like the inputs take it (N on each batch axis). An input with a fixed value
+    need not be in the files: it is that constant (an array of it in a file is not read)."""
     import numpy as np
 
-    inputs = list(inputs)
+    every = list(inputs)
+    inputs = [d for d in every if d.value is None]
     path = Path(path)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix == ".npz")
@@ -423,14 +524,20 @@ def load_data(path: str | Path, inputs: Iterable[InputDesc], samples: int | None
     if samples is not None and have < samples:
         raise InputError(f"{path}: holds {have} samples, {samples} needed")
     data = {}
-    for d in inputs:
+    for d in every:
+        if d.value is not None:
+            continue
         chunks = parts[d.name]
         if d.batch_axis is None:
             data[d.name] = np.array(chunks[0], order="C")  # (ascontiguousarray would make a scalar [1])
         else:
             whole = np.concatenate(chunks, axis=d.batch_axis)
             data[d.name] = np.ascontiguousarray(_take(whole, d.batch_axis, 0, samples))
-    return data
+    count = next((int(data[d.name].shape[d.batch_axis]) for d in inputs if d.batch_axis is not None), 0)
+    for d in every:
+        if d.value is not None:
+            data[d.name] = np.full(d.full_shape(count), d.value, dtype=d.dtype)
+    return {d.name: data[d.name] for d in every}
 
 
 def _axes(data: Mapping[str, np.ndarray], inputs: Iterable[InputDesc] | None) -> dict[str, int | None]:

@@ -1,10 +1,13 @@
 """What an int8 QDQ build needs from the graph itself: an opset that allows per-channel Q/DQ, the nodes to leave in
-float (domains the quantizer does not know), and proof that ONNX Runtime loads the result."""
+float (domains the quantizer does not know), proof that ONNX Runtime loads the result, and whether it quantized
+anything at all (nothing_quantized)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from edgebench.errors import ModelError
 
@@ -76,3 +79,39 @@ def check_loads(name: str, path: Path) -> None:
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def nothing_quantized(sidecar: Mapping[str, Any], onnx_path: str | Path) -> str | None:
+    """Why an int8 artifact (its `sidecar` and file) is no int8 model: the sidecar counts 0 QuantizeLinear and 0
+    DequantizeLinear nodes (the quantizer found no op it quantizes), so a row run from it would be the fp32 graph
+    labelled int8. None when it has Q/DQ nodes, or its sidecar does not count them (a file from before the count)."""
+    qdq = sidecar.get("qdq_nodes") if isinstance(sidecar, Mapping) else None
+    if not isinstance(qdq, Mapping) or qdq.get("QuantizeLinear", 1) or qdq.get("DequantizeLinear", 1):
+        return None
+    ops = _op_types(onnx_path)
+    return (f"nothing quantized (0 Q/DQ nodes): ONNX Runtime's QDQ quantizer found no op it quantizes in this graph "
+            f"({'ops: ' + ops if ops else 'its ops are unknown'}), so the int8 file computes in fp32 and a row from "
+            "it would be fp32 labelled int8; measure fp32, or quantize the model with a tool that handles these ops "
+            "and run that file with --onnx")
+
+
+def _op_types(path: str | Path) -> str:
+    """'GRU x2, If, MatMul': the graph's op types with counts (subgraphs included), most frequent first, at most 8."""
+    from collections import Counter
+
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - an unreadable file: the reason says the ops are unknown
+        return ""
+    counts: Counter[str] = Counter()
+    graphs = [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            counts[node.op_type] += 1
+            graphs.extend(a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
+    top = counts.most_common(8)
+    more = ", ..." if len(counts) > len(top) else ""
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in top) + more

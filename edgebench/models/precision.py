@@ -34,10 +34,12 @@ from edgebench.models.inputs import (
     batches_of,
     load_data,
     parse_batch_axes,
+    parse_values,
     parse_vocab,
     resolve,
     sample_count,
     vocab_from,
+    with_values,
 )
 from edgebench.models.int8_graph import check_loads, custom_domain_nodes, first_line, opset_for_qdq
 from edgebench.models.int8_host import int8_reduce_range
@@ -261,22 +263,31 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
 def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tuple[int, ...]] | None = None,
               vocab: str | int | dict[str, int] | None = None, data: str | None = None,
               shapes_source: str = "--shapes", batch_axis: str | Mapping[str, Any] | None = None,
-              axes_source: str = "--batch-axis") -> ModelSpec:
+              axes_source: str = "--batch-axis", values: str | Mapping[str, Any] | None = None,
+              values_source: str = "--value") -> ModelSpec:
     """A ModelSpec (source "onnx") for an external ONNX file, so it goes through the same precision pipeline.
 
     Every input is resolved from the graph (edgebench.models.inputs.resolve): symbolic axes besides the batch need
-    `shapes` (trtexec form), token-id inputs need `vocab`. dynamic_batch is False when the graph fixes the
-    batch (then graph_batch says which); errors name the input and axis."""
+    `shapes` (trtexec form), token-id inputs need `vocab`, or a fixed value in `values` ('sr:16000'; a scalar
+    integer input with neither takes its value from `data` when that holds it). dynamic_batch is False when the
+    graph fixes the batch (then graph_batch says which); errors name the input and axis."""
 
     info = inspect_onnx(path)
     shape_map = parse_shapes(shapes, shapes_source) if isinstance(shapes, (str, type(None))) else dict(shapes)
     vocab_map = parse_vocab(vocab)
     axes = parse_batch_axes(batch_axis, axes_source)
+    fixed = parse_values(values, values_source)
     plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
-                   vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source)
+                   vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source, values=fixed,
+                   values_source=values_source)
     inputs = plan.inputs
-    if data and any(d.role == "tokens" and d.vocab is None for d in inputs):
-        inputs = vocab_from(inputs, load_data(data, inputs), f"{data}")
+    if data and any(d.role == "tokens" and d.vocab is None and d.value is None for d in inputs):
+        real = load_data(data, inputs)
+        # a scalar integer (a sample rate) with no vocabulary or value: the data's value, in every feed (timing too)
+        scalars = {d.name: real[d.name].item() for d in inputs
+                   if d.role == "tokens" and d.vocab is None and d.value is None and not d.shape and d.batch_axis is None}
+        inputs = vocab_from(with_values(inputs, scalars, str(path), data), real, f"{data}")
+        fixed = {**fixed, **scalars}
     num_classes = _output_classes(path)
     return ModelSpec(
         name=name or Path(path).stem,
@@ -295,6 +306,7 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
         data=data,
         graph_batch=plan.fixed_batch,
         batch_axis=axes or None,
+        values=fixed or None,
     )
 
 
@@ -310,8 +322,11 @@ def _output_classes(path: str) -> int | None:
     return None
 
 
-def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes") -> ModelSpec:
-    """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`).
+def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str = "shapes",
+                  values: Mapping[str, Any] | None = None, values_source: str = "sweep.values") -> ModelSpec:
+    """The spec with its input set resolved against `shapes` (trtexec form; else the spec's own `shapes`) and its
+    fixed input values (the spec's `values:`, then `values`: the sweep's / --value, applied to the inputs the model
+    has; a name it lacks is left for the caller to check across the sweep's models).
 
     source onnx: inputs, dtypes, outputs and the fixed batch come from the file's graph, unless the spec lists
     `inputs:` (its single-input keys never overrode the graph). Exported models (torchvision/builtin) fix every axis but the batch, so
@@ -319,12 +334,17 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
     import dataclasses
 
 
+    values = dict(values or {})
     if spec.source == "onnx":
         if spec.inputs and not shapes:
-            return spec
+            return _with_sweep_values(spec, values, values_source)
+        names = {g.name for g in inspect_onnx(str(spec.onnx_path)).inputs} if values else set()
+        own = {k: v for k, v in values.items() if k in names}
         got = onnx_spec(str(spec.onnx_path), spec.name, shapes=shapes or spec.shapes, vocab=spec.vocab,
                         data=spec.data, shapes_source=shapes_source if shapes else f"{spec.spec_file}: shapes",
-                        batch_axis=spec.batch_axis, axes_source=f"{spec.spec_file}: batch_axis")
+                        batch_axis=spec.batch_axis, axes_source=f"{spec.spec_file}: batch_axis",
+                        values={**(spec.values or {}), **own},
+                        values_source=values_source if own else f"{spec.spec_file}: values")
         return dataclasses.replace(
             got, description=spec.description or got.description, spec_file=spec.spec_file or got.spec_file,
             parity_atol=spec.parity_atol, weights=spec.weights,
@@ -335,4 +355,15 @@ def resolved_spec(spec: ModelSpec, shapes: str | None = None, shapes_source: str
         resolve(graph, shapes=parse_shapes(shapes, shapes_source), vocab={d.name: d.vocab or 1 for d in spec.inputs},
                 source=f"model {spec.name}", shapes_source=shapes_source,
                 batch_axis={d.name: d.batch_axis for d in spec.inputs})
-    return spec
+    return _with_sweep_values(spec, values, values_source)
+
+
+def _with_sweep_values(spec: ModelSpec, values: Mapping[str, Any], source: str) -> ModelSpec:
+    """`values` set on the inputs of `spec` that it has (recorded in spec.values, so the export/cache keys differ)."""
+    import dataclasses
+
+    own = {k: v for k, v in values.items() if k in {d.name for d in spec.inputs}}
+    if not own:
+        return spec
+    return dataclasses.replace(spec, inputs=with_values(spec.inputs, own, f"model {spec.name}", source),
+                               values={**(spec.values or {}), **own})

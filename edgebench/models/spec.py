@@ -13,7 +13,15 @@ from edgebench.config.profile import MODELS_DIR, _read_yaml
 from edgebench.config.shapes import parse_shapes
 from edgebench.config.typed import ValidationError
 from edgebench.errors import ConfigError, EdgebenchError, ModelError
-from edgebench.models.inputs import INPUT_DTYPES, ROLES, InputDesc, parse_batch_axes, role_for
+from edgebench.models.inputs import (
+    INPUT_DTYPES,
+    ROLES,
+    InputDesc,
+    parse_batch_axes,
+    parse_values,
+    role_for,
+    with_values,
+)
 from edgebench.models.spec_file import ModelSpecFile
 
 
@@ -44,6 +52,7 @@ class ModelSpec:
     data: str | None = None
     batch_axis: Mapping[str, Any] | None = None  # source onnx: {input: axis | None}; default: from the graph
     graph_batch: int | None = None  # external ONNX: the batch its graph fixes (None: dynamic or 1)
+    values: Mapping[str, Any] | None = None  # fixed input values {name: number}; set on `inputs` when resolved
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as plain data (the export cache key). The first input is written as the single-input keys and
@@ -60,6 +69,7 @@ class ModelSpec:
         d["outputs"] = list(self.outputs)
         d["config"] = dict(self.config)
         d["batch_axis"] = dict(self.batch_axis) if self.batch_axis else None
+        d["values"] = dict(self.values) if self.values else None
         for key in (*NEW_SPEC_KEYS, "graph_batch"):  # absent when unused, so one-input specs keep their export cache keys
             if not d[key]:
                 del d[key]
@@ -100,8 +110,8 @@ class ModelSpec:
         return "random-init"
 
 
-SPEC_FIELDS = frozenset(f.name for f in fields(ModelSpec))  # a file key ModelSpec lacks (values) is checked, not kept
-NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data", "batch_axis")
+SPEC_FIELDS = frozenset(f.name for f in fields(ModelSpec))  # a file key ModelSpec lacks is checked, not kept
+NEW_SPEC_KEYS = ("inputs", "outputs", "config", "vocab", "shapes", "data", "batch_axis", "values")
 
 
 def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
@@ -132,9 +142,19 @@ def model_spec_from_dict(data: dict[str, Any], source: str) -> ModelSpec:
             values["batch_axis"] = parse_batch_axes(values["batch_axis"], "batch_axis")
         except EdgebenchError as exc:
             raise ConfigError(source, "batch_axis", str(exc)) from None
+    if values["values"] is not None:
+        try:
+            values["values"] = parse_values(values["values"], "values")
+        except EdgebenchError as exc:
+            raise ConfigError(source, "values", str(exc)) from None
     single = not values["inputs"]
     values["inputs"] = _spec_inputs(source, {**values, "inputs": values["inputs"] or _single_input_list(values)},
                                     single)
+    if values["values"] and values["inputs"]:  # source onnx: set when its graph's inputs are resolved
+        try:
+            values["inputs"] = with_values(values["inputs"], values["values"], f"model {values['name']}", "values")
+        except EdgebenchError as exc:
+            raise ConfigError(source, "values", str(exc)) from None
     for key in SINGLE_INPUT_KEYS:
         del values[key]
     values["outputs"] = tuple(values["outputs"] or ())
@@ -187,7 +207,7 @@ def _spec_inputs(source: str, values: dict[str, Any], single: bool = False) -> t
         vocab = item.get("vocab", values.get("vocab") if role == "tokens" else None)
         if vocab is not None and (not isinstance(vocab, int) or isinstance(vocab, bool) or vocab < 1):
             raise bad("vocab", f"input '{name}': {vocab!r} must be an int >= 1")
-        if role == "tokens" and vocab is None:
+        if role == "tokens" and vocab is None and name not in (values.get("values") or {}):
             raise bad("vocab", f"input '{name}' is {dtype} token ids: give vocab (here or at the top of the spec)")
         axis = item.get("batch_axis", 0)
         if axis is not None and (not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= len(shape)):

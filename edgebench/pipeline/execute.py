@@ -13,7 +13,8 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.system import board_name
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
-from edgebench.models.inputs import sample_count
+from edgebench.models.inputs import random_scalars_note, sample_count
+from edgebench.models.int8_graph import nothing_quantized
 from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
@@ -60,6 +61,10 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         models.fp32(spec)  # the exported (or given) fp32 ONNX, cached by content hash
     with clock("precision"):
         artifact = facts.artifact = models.variant(spec, cfg.precision)
+    if cfg.precision == "int8" and cfg.option("int8_calibration") != "entropy":  # (entropy: TensorRT calibrates)
+        if (why := nothing_quantized(artifact.sidecar, artifact.onnx_path)) is not None:  # never an fp32 graph labelled int8
+            facts.verdict.skip_reason = why
+            return facts
     with clock("prepare"):
         backend = get_backend(cfg.backend)
         prepared = facts.prepared = backend.prepare(cfg, artifact, models.artifacts)
@@ -93,7 +98,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     facts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
     if outcome.status != "ok":
-        facts.verdict.failure = outcome.reason
+        facts.verdict.failure = "; ".join(r for r in (outcome.reason, random_scalars_note(prepared.inputs)) if r)
         return _written(facts, cfg, row_dir, outcome, labelled, clock)
     results_t0 = time.monotonic()
 

@@ -34,6 +34,7 @@ class ModelCache:
     accuracy: dict[str, Any] = field(default_factory=dict)  # profile section accuracy: dataset, labels, weights
     _labelled: dict[tuple[str, int], Any] = field(default_factory=dict)
     shapes: dict[str, str] = field(default_factory=dict)  # profile sweep.shapes: model -> trtexec shape text
+    values: dict[str, Any] = field(default_factory=dict)  # profile sweep.values: input name -> fixed value
     _fp32: dict[str, Any] = field(default_factory=dict)
     _variants: dict[tuple[str, str], ModelArtifact] = field(default_factory=dict)
     _refs: dict[tuple[str, int, int], Any] = field(default_factory=dict)
@@ -41,11 +42,12 @@ class ModelCache:
     probes: dict[tuple, Any] = field(default_factory=dict)  # probe results by probe_key (pipeline/probe_step.py)
 
     def spec(self, model: str) -> ModelSpec:
-        """The model's spec with its input set resolved (shapes from the profile's sweep.shapes or the spec)."""
+        """The model's spec with its input set resolved (shapes from the profile's sweep.shapes or the spec; fixed
+        values from the spec's values: and the sweep's, for the inputs it has)."""
         if model not in self._specs:
             base = self.onnx_specs[model] if model in self.onnx_specs else load_model_spec(model)
             shapes = self.shapes.get(model) if model not in self.onnx_specs else None
-            self._specs[model] = resolved_spec(base, shapes, f"sweep.shapes.{model}")
+            self._specs[model] = resolved_spec(base, shapes, f"sweep.shapes.{model}", self.values)
         spec = self._specs[model]
         if self.accuracy.get("weights") and spec.source != "onnx":  # --weights / accuracy.weights
             spec = dataclasses.replace(spec, weights=self.accuracy["weights"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import BACKEND_NAMES, get_backend
 from edgebench.config.problems import did_you_mean, unknown_text
@@ -74,12 +74,14 @@ def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | 
 
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
            fixed_batches: dict[str, int] | None = None, resumed_threads: Mapping[int, int] | None = None,
-           ) -> list[PlannedRun]:
+           input_values: Mapping[str, Mapping[str, Any]] | None = None) -> list[PlannedRun]:
     """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
     mode, GPU sharing, option set, repeat): the power mode is outermost so the board switches once per group of rows.
 
     `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx). A model whose graph fixes
     the batch runs at that batch only (`fixed_batches` for external ONNX; model specs say dynamic_batch: false).
+    `input_values`: per model, its fixed input values (cli resolves them from the specs and sweep.values); they are
+    part of each config (its hash and label).
     """
 
     models = [onnx_model] if onnx_model else list(profile.sweep.models)
@@ -125,6 +127,7 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
             options=options,
             power_mode=power_mode,
             gpu_sharing=sharing,
+            input_values=tuple(sorted((input_values or {}).get(model, {}).items())),
             **run.per_row_values(),  # warmup_s, duration_s, ...: the run fields marked per_row
         )
         planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))
@@ -154,5 +157,6 @@ def describe(planned: list[PlannedRun]) -> str:
         extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
         extra += f" rate={c.rate_hz:g}/s arrival={c.arrival}" if c.rate_hz is not None else ""
         extra += " gpu_sharing=mps" if c.gpu_sharing == "mps" else ""
+        extra += "".join(f" {k}={v}" for k, v in c.input_values)
         lines.append(head + extra + ("" if p.skip_reason is None else f"  SKIP: {p.skip_reason}"))
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from typing import Any
 
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
+from edgebench.evaluation.accuracy import cosine_empty_reason
 from edgebench.evaluation.tensorcores import kernel_summary
 from edgebench.models.inputs import describe_inputs
 from edgebench.models.spec import ModelSpec
@@ -183,7 +184,8 @@ def empty_reasons_columns(f: RowFacts, row: Row) -> Columns:
         return {}
     absent = None if f.idle is not None else (f.idle_absent or "no idle baseline for this sweep")
     latency = percentile_gaps(f.summary, f.cfg) if f.summary is not None and f.cfg is not None else []
-    return {"empty_reasons": why_empty(row, f.samplers, absent, latency)}
+    reasons = [why_empty(row, f.samplers, absent, latency), cosine_empty_reason(row)]
+    return {"empty_reasons": "; ".join(r for r in reasons if r) or None}
 
 
 def identity_columns(f: RowFacts, row: Row) -> Columns:

@@ -79,6 +79,9 @@ def export_for_board(models: list[str], remote_abs_dir: str, staging: Path, cach
             data["vocab"] = spec.vocab or vocabs[0]
         if spec.outputs:
             data["outputs"] = list(spec.outputs)
+        fixed = {d.name: d.value for d in spec.inputs if d.value is not None}
+        if fixed:  # fixed input values (a sample rate): the board feeds the same constants
+            data["values"] = fixed
         axes = {d.name: d.batch_axis for d in spec.inputs if d.batch_axis != 0}
         if axes:  # inputs whose batch is not axis 0 (a state) or that have none: the board's plan must agree
             data["batch_axis"] = axes

@@ -39,7 +39,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
              "minus1": odd_models.conv_net(out / "minus1.onnx", batch=-1),
              "custom": odd_models.conv_net(out / "custom.onnx", custom_domain=True),
              "vad": odd_models.scalar_sample_rate(out / "vad.onnx"),
-             "two": odd_models.two_fixed_batches(out / "two.onnx")}
+             "two": odd_models.two_fixed_batches(out / "two.onnx"),
+             "voice": odd_models.voice_activity(out / "voice_activity.onnx"),
+             "no_qdq": odd_models.nothing_to_quantize(out / "no_qdq.onnx")}
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -109,7 +111,7 @@ def test_scalar_sample_rate_is_fed_as_a_scalar_at_every_batch(env, profile, file
              sr=np.array(16000, np.int64))
     row = ok_row(env, profile, tmp_path / "runs", "--onnx", str(files["vad"]), "--data", str(data), "--batch", "3",
                  "--precision", precision, fp32_exact=precision == "fp32")
-    assert row["input_shapes"] == "audio:float32[3x32];sr:int64[]"
+    assert row["input_shapes"] == "audio:float32[3x32];sr:int64[]=16000"  # the data's sr, in timing feeds too
     assert row["batch_note"] == "no batch axis (fed as is): sr"
 
 
@@ -166,3 +168,54 @@ def test_batch_axis_option_makes_a_fixed_state_per_model(env, profile, files, tm
     row = one_row(tmp_path)
     assert row["status"] == "ok" and row["input_shapes"] == "x:float32[2x5x8];state:float32[2x2x16]"
     assert row["batch_note"] == "no batch axis (fed as is): state"
+
+
+# ------------------------------------------------------------------ issue 28: fixed values, int8 that quantized nothing
+
+@precisions()
+def test_voice_activity_runs_its_16khz_path_with_value_sr_16000(env, profile, files, tmp_path, precision):
+    """input [B, 64], state [2, B, 16], scalar int64 sr selecting the branch: with --value sr:16000 every feed
+    (timing, int8 calibration, accuracy and its FP32 reference) takes the 16 kHz path; any other sr fails in ORT.
+    The probability output [B, 1] has no cosine (one value per sample); stateN has."""
+    row = ok_row(env, profile, tmp_path, "--onnx", str(files["voice"]), "--value", "sr:16000", "--batch", "2",
+                 "--precision", precision, fp32_exact=precision == "fp32")
+    assert row["input_shapes"] == "input:float32[2x64];state:float32[2x2x16];sr:int64[]=16000"
+    assert row["batch_note"] == "no batch axis (fed as is): sr" and row["precision"] == precision
+    assert row["accuracy_outputs"] == "output;stateN"
+    per_output = row["accuracy_per_output"]
+    assert per_output.startswith("output: max_abs=") and "(no cosine: one value per sample" in per_output
+    assert "stateN: cos_min=" in per_output
+    if precision == "int8":
+        assert row["calibration_source"].startswith("synthetic (32 samples")
+        assert float(row["accuracy_max_abs_err"]) > 0  # the head was quantized: not the fp32 graph
+
+
+def test_voice_activity_without_a_value_is_refused_in_one_line_and_random_sr_fails(env, profile, files, tmp_path):
+    done = run(env, "--onnx", str(files["voice"]), "--out", str(tmp_path / "runs"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "input 'sr' is a scalar int64" in line and "--value sr:V" in line and "--vocab sr:N" in line
+    assert not (tmp_path / "runs").exists()
+    done = run(env, "--onnx", str(files["voice"]), "--vocab", "sr:16001", "--device", str(profile),
+               "--out", str(tmp_path / "random"))
+    row = one_row(tmp_path / "random")  # sr drawn at random: the 8 kHz path, which a 64-sample chunk breaks
+    assert row["status"] == "failed" and "Reshape" in row["reason"]
+    assert ("; scalar input 'sr' was drawn at random from [0, 16001): if it selects a path (a sample rate), fix it "
+            "with --value sr:V" in row["reason"])
+
+
+def test_int8_that_quantized_nothing_is_skipped_with_why(env, profile, files, tmp_path):
+    """Sin/Div/Tanh: ONNX Runtime's QDQ quantizer has nothing to quantize; the 'int8' file is the fp32 graph (its
+    sidecar counts 0 Q/DQ nodes) and the row says so instead of a silent int8 label."""
+    import json
+
+    done = run(env, "--onnx", str(files["no_qdq"]), "--precision", "int8", "--batch", "2", "--device", str(profile),
+               "--out", str(tmp_path))
+    assert "Traceback" not in done.stderr
+    row = one_row(tmp_path)
+    assert row["status"] == "skipped" and row["throughput_ips"] == ""
+    assert row["reason"].startswith("nothing quantized (0 Q/DQ nodes): ") and "ops: Sin, Div, Tanh" in row["reason"]
+    assert "measure fp32" in row["reason"]
+    cache = Path(env["EDGEBENCH_CACHE"])
+    sidecars = [json.loads(p.read_text()) for p in cache.rglob("*.json") if "no_qdq" in p.read_text()]
+    assert {"QuantizeLinear": 0, "DequantizeLinear": 0} in [s.get("qdq_nodes") for s in sidecars]

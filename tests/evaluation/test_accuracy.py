@@ -123,3 +123,42 @@ def test_a_near_zero_fp32_reference_is_flagged_not_scored():
     mixed = np.stack([np.zeros(6, np.float32), np.arange(6, dtype=np.float32)])
     (one,) = compare_outputs({"y": np.stack([np.ones(6, np.float32), -np.arange(6, dtype=np.float32)])}, {"y": mixed})
     assert one.samples == 1 and one.cosine_min == pytest.approx(-1.0)
+
+
+def test_one_value_per_sample_gets_no_cosine_but_keeps_max_abs_and_relative_error():
+    """Issue 28: a speech probability [N, 1] had a cosine of 1.0 (same sign) or 0.0 (int8 gave 0): a cosine of one
+    number is only its sign. It is left empty with the reason; max abs and relative error stay."""
+    from edgebench.evaluation.accuracy import compare_outputs, cosine_empty_reason, row_fields
+
+    ref = {"output": np.array([[0.02], [0.5], [0.9], [0.3]], np.float32)}
+    got = {"output": np.array([[0.0], [0.45], [0.9], [0.3]], np.float32)}  # sample 0: int8 gave exactly 0
+    (prob,) = compare_outputs(got, ref)
+    assert prob.cosine_min is None and prob.note == "" and prob.samples == 4
+    assert prob.max_abs_err == pytest.approx(0.05) and prob.rel_err == pytest.approx(0.05 / 0.9)
+    fields = row_fields([prob])
+    assert fields["accuracy_cosine_min"] is None and fields["accuracy_max_abs_err"] == pytest.approx(0.05)
+    assert fields["accuracy_outputs"] == "output"
+    assert fields["accuracy_per_output"] == ("output: max_abs=0.05 rel_err=0.0556 (no cosine: one value per sample, "
+                                             "whose cosine is only its sign)")
+    reason = cosine_empty_reason(fields)
+    assert reason.startswith("accuracy_cosine_min: no output compared with FP32 has a cosine (output: one value")
+    # beside an output that has a cosine, the column is that output's and nothing is empty
+    state = np.random.default_rng(0).standard_normal((4, 2, 8)).astype(np.float32)
+    both = row_fields(compare_outputs({**got, "stateN": state}, {**ref, "stateN": state}))
+    assert both["accuracy_cosine_min"] == pytest.approx(1.0) and both["accuracy_max_abs_err"] == pytest.approx(0.05)
+    assert cosine_empty_reason(both) is None and cosine_empty_reason({}) is None
+
+
+def test_the_empty_reasons_step_names_the_missing_cosine():
+    from edgebench.pipeline.row_steps import RowFacts, empty_reasons_columns
+    from edgebench.results.row import Row
+
+    def row_with(cosine: float | None) -> Row:
+        row = Row()
+        row.put("outcome", {"status": "ok", "reason": ""})
+        row.put("accuracy", {"accuracy_max_abs_err": 0.01, "accuracy_cosine_min": cosine, "accuracy_outputs": "output"})
+        return row
+
+    reasons = empty_reasons_columns(RowFacts(), row_with(None))["empty_reasons"]
+    assert "accuracy_cosine_min: no output compared with FP32 has a cosine (output: " in reasons
+    assert "accuracy_cosine_min" not in (empty_reasons_columns(RowFacts(), row_with(0.99))["empty_reasons"] or "")

@@ -84,7 +84,9 @@ def test_missing_keys_are_required_and_every_problem_is_reported_at_once():
 
 
 def test_constant_values_are_a_known_key_of_numbers_by_input_name():
-    model_spec_from_dict({**GOOD, "values": {"input": 0.5, "steps": 3}}, "m.yaml")
+    assert model_spec_from_dict({**GOOD, "values": {"input": 0.5}}, "m.yaml").inputs[0].value == 0.5
+    with pytest.raises(ConfigError, match=r"field 'values': .*no input named 'steps'"):  # a name the model lacks
+        model_spec_from_dict({**GOOD, "values": {"input": 0.5, "steps": 3}}, "m.yaml")
     with pytest.raises(ConfigError, match=r"field 'values': expected map\[str, int\|float\]\|none, got dict"):
         model_spec_from_dict({**GOOD, "values": {"input": "x"}}, "m.yaml")
 
@@ -96,5 +98,5 @@ def test_every_shipped_model_spec_loads():
 
 
 def test_every_file_key_reaches_the_spec_or_is_turned_into_its_inputs():
-    kept_elsewhere = set(SINGLE_INPUT_KEYS) | {"values"}  # values: its behaviour lands with the --value work
+    kept_elsewhere = set(SINGLE_INPUT_KEYS)
     assert set(ModelSpecFile.model_fields) - kept_elsewhere <= SPEC_FIELDS
