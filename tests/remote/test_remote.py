@@ -78,7 +78,7 @@ def test_host_profile_runs_remotely_with_onnx_exported_here(sshd, caches, tmp_pa
                                  "--duration", "1"), cwd=tmp_path, timeout_s=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[board] exported here and shipped ONNX for mobilenet_v2" in proc.stdout
-    assert "[board] [4/4] mobilenet_v2/ort/int8/b1/cpu+cpu/process" in proc.stdout  # progress streamed back
+    assert "[board] [4/4] mobilenet_v2/ort/int8/b1/2x cpu/process" in proc.stdout  # progress streamed back (one naming of placement: 2x cpu)
     runs = fetched_runs(tmp_path, "board")
     assert len(runs) == 1 and runs[0].name.endswith("-host")
     rows = rows_of(runs[0])

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_mps import FAKE
@@ -19,6 +20,7 @@ from repo_paths import REPO
 
 from edgebench.backends.null import NullBackend
 from edgebench.cli import main
+from edgebench.commands.options import EXIT_NOTHING_MEASURED
 from edgebench.config.run_config import RunConfig
 from edgebench.models.inputs import InputDesc
 from edgebench.models.model_artifact import ModelArtifact
@@ -193,11 +195,19 @@ def test_sweep_rows_are_labelled_and_each_mps_row_has_its_own_daemon(fake_mps, t
     assert plain["gpu_sharing"] == "time-slicing"
 
 
-def test_missing_program_or_cpu_placement_skips_the_row_with_its_reason(tmp_path, monkeypatch):
+def skipped_plan(tmp_path: Path, accelerator: str, capsys: Any) -> str:
+    """A plan whose one configuration is skipped: bench measures nothing, exits 4 (issue 28) and says why."""
+    pytest.importorskip("torch", reason="the sweep exports tiny_cnn to ONNX with torch (pip install 'edgebench[export]')")
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "p.yaml").write_text(PROFILE.format(accelerator=accelerator))
+    out = tmp_path / "runs"
+    rc = main(["--cache", str(tmp_path / "cache"), "bench", "--device", str(tmp_path / "p.yaml"), "--out", str(out),
+               "--gpu-sharing", "mps"])
+    assert rc == EXIT_NOTHING_MEASURED and not out.exists()  # no run folder for a plan that measures nothing
+    return capsys.readouterr().err
+
+
+def test_missing_program_or_cpu_placement_skips_the_row_with_its_reason(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    (row,) = bench(tmp_path, "cuda:0", "--gpu-sharing", "mps")
-    assert row["status"] == "skipped" and row["gpu_sharing"] == "mps"
-    assert "needs nvidia-cuda-mps-control on PATH" in row["reason"]
-    (row,) = bench(tmp_path / "cpu", "cpu", "--gpu-sharing", "mps")
-    assert row["status"] == "skipped" and row["gpu_sharing"] == ""
-    assert "applies to CUDA placements" in row["reason"]
+    assert "needs nvidia-cuda-mps-control on PATH" in skipped_plan(tmp_path, "cuda:0", capsys)
+    assert "applies to CUDA placements" in skipped_plan(tmp_path / "cpu", "cpu", capsys)
