@@ -122,7 +122,7 @@ def test_the_bare_loop_uses_edgebenchs_session_options_and_reports_them(tiny_onn
 
     from edgebench.backends.base import Placement, Prepared
     from edgebench.backends.ort import OrtSession
-    from edgebench.backends.torch_backend import OPTION_DEFAULTS
+    from edgebench.backends.torch_backend import TorchOptions
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OMP_NUM_THREADS")}
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bare_loop.py"), "--framework", "ort",
@@ -144,5 +144,5 @@ def test_the_bare_loop_uses_edgebenchs_session_options_and_reports_them(tiny_onn
     assert settings["graph_optimization_level"] == levels[mine.graph_optimization_level]
     # torch: the bare loop turns cudnn.benchmark on because edgebench's torch option defaults to it
     text = (REPO / "benchmarks" / "bare_loop.py").read_text()
-    assert OPTION_DEFAULTS["cudnn_benchmark"] is True and "torch.backends.cudnn.benchmark = True" in text
+    assert TorchOptions().cudnn_benchmark is True and "torch.backends.cudnn.benchmark = True" in text
     assert "torch.cuda.set_stream(stream)" in text and "stream.synchronize()" in text
