@@ -69,14 +69,29 @@ def run_edgebench(args: argparse.Namespace, out: Path) -> dict:
 
 
 def edgebench_steady_ips(row_dir: Path, batch: int) -> float | None:
-    """steady_ips of the row's instance 0, from its per-inference end times (latencies.csv.gz), as bare_loop
-    computes its own; None when the row kept no latencies."""
-    path = row_dir / "latencies.csv.gz"
-    if not path.exists():
+    """steady_ips of the row's instance 0, from its per-inference end times (latencies.npz, or latencies.csv.gz from
+    an earlier edgebench), as bare_loop computes its own; None when the row kept no latencies."""
+    ends = instance0_end_ns(row_dir)
+    if ends is None:
         return None
-    with gzip.open(path, "rt") as fh:
-        ends_s = sorted(int(r["end_ns"]) / 1e9 for r in csv.DictReader(fh) if r["instance"] == "0")
+    ends_s = sorted(e / 1e9 for e in ends)
     return steady_ips(marks_from_ends(ends_s, MARK_S), batch) or None
+
+
+def instance0_end_ns(row_dir: Path) -> list[int] | None:
+    """Instance 0's end times from the row's timestamp file, read as docs/run-folder.md documents it (this script
+    reads edgebench's output, never its code): latencies.npz (arrays instance, end_ns, ...: np.load reads it), or
+    an earlier edgebench's latencies.csv.gz (instance, placement, start_ns, end_ns per line); None when neither."""
+    npz, legacy = row_dir / "latencies.npz", row_dir / "latencies.csv.gz"
+    if npz.exists():
+        import numpy as np
+
+        with np.load(npz, allow_pickle=False) as z:
+            return [int(e) for e in z["end_ns"][z["instance"] == 0]]
+    if legacy.exists():
+        with gzip.open(legacy, "rt", newline="") as fh:
+            return [int(r["end_ns"]) for r in csv.DictReader(fh) if r["instance"] == "0"]
+    return None
 
 
 def run_bare(args: argparse.Namespace, ref: dict, profile_first: int = 0) -> dict:

@@ -2,7 +2,8 @@
 the benchmarks measure edgebench from outside (its CLI) and compute their statistics themselves.
 
 Same algorithm and defaults (10,000 resamples, seed 0) as the intervals published in docs/results/ before it moved
-here from edgebench.runner.interleave, so re-running a benchmark on the same values gives the same interval.
+here from edgebench.runner.interleave (retired since), so re-running a benchmark on the same values gives the same
+interval.
 """
 
 from __future__ import annotations

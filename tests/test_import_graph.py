@@ -234,11 +234,13 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                           "results"},
     "report": LOWEST | {"config", "results"},
+    # the adaptive search: decides over the answer layer's view of measured rows, measures through the sweep
+    "search": LOWEST | {"config", "results", "report", "pipeline"},
     "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation",
                           "results"},  # results.reader: the console shows typed rows
     "remote": LOWEST | {"config", "models", "commands"},
     "cli": LOWEST | {"commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
-                     "pipeline", "results", "report", "remote"},
+                     "pipeline", "results", "report", "remote", "search"},
     "__main__": {"cli"},
 }
 

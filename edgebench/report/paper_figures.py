@@ -7,7 +7,7 @@ placement, options, power mode, load):
   precision with its 95% bootstrap interval as bars;
 - speedup_vs_batch: every precision's throughput over fp32 at the same batch (ratio of medians, interval from
   resampling both sides), with the 1x line;
-- latency_cdf: the empirical CDF of every inference's latency (rows/<row>/latencies.csv.gz), one curve per
+- latency_cdf: the empirical CDF of every inference's latency (rows/<row>/latencies.npz), one curve per
   precision x batch, repeats pooled.
 
 Only ok rows are drawn (a group without one is listed as not drawn, with why); a legend names only what is drawn;
@@ -17,8 +17,6 @@ Every figure is written at single-column (3.5 in) and double-column (7.16 in) wi
 
 from __future__ import annotations
 
-import csv
-import gzip
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from edgebench.report.intervals import METHOD, Interval, ratio_ci
 from edgebench.report.paper_style import WIDTHS, new_figure, precision_color, save, style, write_caption
 from edgebench.report.table_format import precision_rank
 from edgebench.results.confine import link_problem
+from edgebench.results.latency_file import latency_path, read_latencies
 from edgebench.results.runs import Run
 
 GROUP_KEYS = ("backend", "instances", "mode", "placement", "options", "power_mode", "scenario", "gpu_sharing",
@@ -189,18 +188,16 @@ def speedup_vs_batch(group: Group, out_dir: Path, formats: tuple[str, ...]) -> P
 
 
 def latencies_ms(run: Run, row: dict[str, Any]) -> list[float] | None:
-    """Every inference's latency (end - start) in ms from the row's latencies.csv.gz; None when absent."""
+    """Every inference's latency (end - start) in ms from the row's latencies.npz (latencies.csv.gz in a run an
+    earlier edgebench wrote); None when absent."""
     folder = row.get("artifact_dir")
     if not folder or not run.path.is_dir():
         return None
-    path = run.path / str(folder) / "latencies.csv.gz"
-    if link_problem(run.path, path) is not None or not path.is_file():
+    path = latency_path(run.path / str(folder))
+    if path is None or link_problem(run.path, path) is not None or not path.is_file():
         return None
-    out = []
-    with gzip.open(path, "rt", newline="") as fh:
-        for rec in csv.DictReader(fh):
-            out.append((int(rec["end_ns"]) - int(rec["start_ns"])) / 1e6)
-    return out
+    values: list[float] = read_latencies(path).latency_ms().tolist()
+    return values
 
 
 def latency_cdf(group: Group, out_dir: Path, formats: tuple[str, ...]) -> PaperFigure:
@@ -216,7 +213,7 @@ def latency_cdf(group: Group, out_dir: Path, formats: tuple[str, ...]) -> PaperF
         if values:
             curves.append((cand, sorted(values)))
     if not curves:
-        fig.absent_reason = "no ok row has per-inference latencies (rows/<row>/latencies.csv.gz)"
+        fig.absent_reason = "no ok row has per-inference latencies (rows/<row>/latencies.npz)"
         return fig
     batches = sorted({c.identity["batch"] for c, _v in curves})
     styles = ["-", "--", ":", "-."]

@@ -1,5 +1,5 @@
 """Power timelines: power (W) and utilization (%) over one row's life from its telemetry_*.csv files,
-the measured window (the instances' overlap, from latencies.csv.gz) shaded.
+the measured window (the instances' overlap, from latencies.npz) shaded.
 
 A row whose telemetry holds no power channel (a host without readable RAPL, a sampler that lost power) gets no
 timeline: utilization alone is not a power timeline. Its figure carries an absent reason with NO_POWER, and the
@@ -9,7 +9,6 @@ summary states all such rows in one line.
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from edgebench.report.figure import FigureData, Series, slug
 from edgebench.results.confine import inside, link_problem
+from edgebench.results.latency_file import latency_path, read_latencies
 from edgebench.results.runs import Run
 
 _UNIT = re.compile(r"^(.*)\[(.*)\]$")
@@ -49,20 +49,15 @@ def _read_telemetry(path: Path) -> tuple[list[int], dict[str, tuple[str, list[fl
 
 
 def _overlap_window(row_dir: Path) -> tuple[int, int] | None:
-    """[latest instance start, earliest instance end] from latencies.csv.gz, as the row's numbers use."""
-    path = row_dir / "latencies.csv.gz"
-    if not path.exists() or path.is_symlink():
+    """[latest instance start, earliest instance end] from the row's latencies (latencies.npz, or an earlier
+    edgebench's latencies.csv.gz), as the row's numbers use."""
+    path = latency_path(row_dir)
+    if path is None or path.is_symlink():
         return None
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    with gzip.open(path, "rt", newline="") as fh:
-        for rec in csv.DictReader(fh):
-            inst, s, e = rec["instance"], int(rec["start_ns"]), int(rec["end_ns"])
-            first[inst] = min(first.get(inst, s), s)
-            last[inst] = max(last.get(inst, e), e)
-    if not first:
+    spans = read_latencies(path).spans_ns()
+    if not spans:
         return None
-    w0, w1 = max(first.values()), min(last.values())
+    w0, w1 = max(s for s, _e in spans.values()), min(e for _s, e in spans.values())
     return (w0, w1) if w1 > w0 else None
 
 

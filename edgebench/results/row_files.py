@@ -1,13 +1,10 @@
-"""Per-row files under runs/<id>/rows/<index>-<hash>/: latencies.csv.gz (every inference's timestamps), the telemetry
+"""Per-row files under runs/<id>/rows/<index>-<hash>/: latencies.npz (every inference's timestamps), the telemetry
 timelines and row.json (config, outcome, phases, instances, artifact). `outcome` is the runner's RunOutcome, read by its
 attributes (results/ imports no runner)."""
 
 from __future__ import annotations
 
 import contextlib
-import csv
-import gzip
-import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +12,7 @@ from typing import Any
 
 from edgebench.atomic_files import write_json_atomic
 from edgebench.config.run_config import RunConfig
+from edgebench.results.latency_file import LATENCY_FILE, write_latencies
 
 
 @contextlib.contextmanager
@@ -33,10 +31,6 @@ def _whole(path: Path) -> Iterator[Path]:
             tmp.unlink()
 
 
-LATENCY_GZIP_LEVEL = 1  # latencies.csv.gz: level 9 cost ~5 s per million inferences on this CPU, 1 costs ~0.7 s
-LATENCY_CHUNK = 262_144  # inferences formatted at a time (bounds the text held in memory)
-
-
 def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict,
                     phases: dict[str, float] | None = None) -> None:
     """`phases`: the row's wall time per phase in seconds (pipeline/phases.py), kept in row.json."""
@@ -45,41 +39,16 @@ def write_row_files(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, 
 
 
 def write_row_data(row_dir: Path, outcome: Any) -> None:
-    """latencies.csv.gz and the telemetry timelines (the bulk of a row's files; row.json is written after them, so
-    its phases can include their write)."""
+    """latencies.npz (results/latency_file.py) and the telemetry timelines (the bulk of a row's files; row.json is
+    written after them, so its phases can include their write)."""
     row_dir.mkdir(parents=True, exist_ok=True)
     # every file goes to a temp name first and is renamed when whole: a full disk or a kill leaves no
     # half-written file under a final name
-    with _whole(row_dir / "latencies.csv.gz") as tmp, open(tmp, "wb") as raw, \
-            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=LATENCY_GZIP_LEVEL) as fh:
-        open_loop = any(inst.issued_ns is not None for inst in outcome.instances)
-        # fixed-rate rows: start_ns is the scheduled arrival, issued_ns when the inference really began
-        fh.write(_csv_line(["instance", "placement", "start_ns", "end_ns", *(["issued_ns"] if open_loop else [])]))
-        for inst in outcome.instances:
-            columns = [inst.start_ns, inst.end_ns]
-            if open_loop and inst.issued_ns is not None:
-                columns.append(inst.issued_ns)
-            _write_rows(fh, _csv_line([inst.instance, inst.placement]).rstrip(b"\r\n") + b",", columns)
+    with _whole(row_dir / LATENCY_FILE) as tmp:
+        write_latencies(tmp, outcome.instances)
     for tl in outcome.timelines:
         with _whole(row_dir / f"telemetry_{tl.source}.csv") as tmp:
             tl.to_csv(tmp)
-
-
-def _csv_line(fields: list[Any]) -> bytes:
-    """One line as csv.writer writes it (quoting a placement that needs it), as bytes."""
-    buf = io.StringIO()
-    csv.writer(buf).writerow(fields)
-    return buf.getvalue().encode()
-
-
-def _write_rows(fh: Any, prefix: bytes, columns: list[Any]) -> None:
-    """`prefix` then the integer columns, comma-separated, one line per inference (csv.writer's \\r\\n endings),
-    formatted a chunk at a time by str.format in C rather than a csv.writer call per line."""
-    fmt = prefix.decode().replace("{", "{{").replace("}", "}}") + ",".join(["{}"] * len(columns)) + "\r\n"
-    n = len(columns[0])
-    for i in range(0, n, LATENCY_CHUNK):
-        lists = [c[i:i + LATENCY_CHUNK].tolist() for c in columns]
-        fh.write("".join(map(fmt.format, *lists)).encode())
 
 
 def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict,

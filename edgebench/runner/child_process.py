@@ -1,11 +1,10 @@
 """Child processes of the runner: how one is started, how it is ended, how its exit is put into words.
 
-Every process the runner starts (instance workers, warm workers, the probe, the two sides of an interleaved
-overhead measurement) is started here, with multiprocessing's "spawn" context (never fork: a CUDA context must not
-be copied). `spawn(..., own_group=True)` makes the child call os.setsid() before its target runs, so it leads a
-process group of its own and everything it starts (framework helper processes) can be signalled with it; it also
-dies with this process (Linux: PR_SET_PDEATHSIG), since leaving our process group means a signal to our group no
-longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
+Every process the runner starts (instance workers, warm workers, the probe) is started here, with
+multiprocessing's "spawn" context (never fork: a CUDA context must not be copied). `spawn(..., own_group=True)`
+makes the child call os.setsid() before its target runs, so it leads a process group of its own and everything it
+starts (framework helper processes) can be signalled with it; it also dies with this process (Linux:
+PR_SET_PDEATHSIG), since leaving our process group means a signal to our group no longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
 grandchildren go too); `exit_text` says how a child ended, in the words rows use ("died with SIGKILL").
 Only the standard library is imported here: a spawned child unpickles this module before its target.
 """

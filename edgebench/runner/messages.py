@@ -3,7 +3,7 @@
 Orchestrator -> worker process (runner/worker_proc.py), over the worker's own duplex pipe:
   Job       run these instances of a row; keep: stay for the next job after it (a warm worker), else exit
   Go        the start signal of the row's window (sent once every instance is Ready, after the start is recorded)
-  Exit      leave (so does a closed pipe); also ends an interleaved side (runner/interleave.py)
+  Exit      leave (so does a closed pipe)
 Worker process -> orchestrator:
   Primed    a warm worker has imported its backend's framework (sent once, before any job)
   Phase     instance i entered a phase (open, warmup)
@@ -12,10 +12,6 @@ Worker process -> orchestrator:
   Error     an exception ended instance i (instance None: the worker failed before any job, importing its framework)
   Idle      the job of which instance i is the first is over and its sessions are closed (a warm worker stays)
   Retire    a session of that job did not close cleanly: the worker leaves instead of going idle
-Interleaved overhead measurement (runner/interleave.py), parent <-> each side:
-  SideReady    the side is loaded and warmed up          RunSlice   run one timed slice of `seconds`
-  SliceStarted the edgebench side's buffers are ready    SliceDone  a slice's inferences and its span
-  SideError    an exception ended the side
 """
 
 from __future__ import annotations
@@ -89,33 +85,6 @@ class Retire:
     reason: str  # why a session did not close
 
 
-@dataclass(frozen=True)
-class SideReady:
-    pass
-
-
-@dataclass(frozen=True)
-class RunSlice:
-    seconds: float
-
-
-@dataclass(frozen=True)
-class SliceStarted:
-    pass
-
-
-@dataclass(frozen=True)
-class SliceDone:
-    inferences: int
-    span_ns: int
-
-
-@dataclass(frozen=True)
-class SideError:
-    text: str
-
-
 ToWorker = Job | Go | Exit
 FromWorker = Primed | Phase | Ready | Done | Error | Idle | Retire
-InterleaveMessage = SideReady | RunSlice | SliceStarted | SliceDone | SideError | Exit
-Message = ToWorker | FromWorker | InterleaveMessage
+Message = ToWorker | FromWorker

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,22 @@ class RunOutcome:
     probe: ProbeResult | None = None  # where accuracy_outputs and kernels came from
     workers: str = "fresh"  # "fresh", or "warm: k of n reused" (processes that ran earlier rows; runner/warm_pool)
     notes: list[str] = field(default_factory=list)  # what went wrong beside the row (a spare worker retired)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the window (as timeit does): a full collection of the orchestrator's
+    heap (40-115 ms after ~60 rows on this 2-core CPU) holds the GIL, so neither the stop nor the samplers' thread runs until it
+    ends; with 8 busy instances on 2 cores one took 1.1 s and stretched a 0.2 s window to 1.25 s in every run of
+    issue 27's null sweep. The collection it defers runs after the stop. The window is bounded (max_duration_s) and
+    allocates little here (the samplers' readings)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def run_instances(
@@ -268,33 +285,34 @@ class _Run:
         self._poll(0.0)
         if self.fault is not None:
             return self._failed()
-        # recorded before the first Go is sent: it precedes every instance's first timed inference
-        # (CLOCK_MONOTONIC is system-wide)
-        self.measure_start_ns = time.monotonic_ns()
-        for child in self.children:
-            try:
-                child.conn.send(Go())
-            except OSError:
-                pass  # it died: _poll sees its exit
-        self.phase_s.update(self._startup_phases())
-        self.phase_s["load_warmup"] = (self.measure_start_ns - self.t_begin_ns) / 1e9
-        self.phase = ["measure"] * cfg.instances
-        if self.on_measure_start is not None:
-            self.on_measure_start(list(pids))
+        with collector_paused():  # a full collection here once held the stop back 1 s (issue 27, 8 null instances)
+            # recorded before the first Go is sent: it precedes every instance's first timed inference
+            # (CLOCK_MONOTONIC is system-wide)
+            self.measure_start_ns = time.monotonic_ns()
+            for child in self.children:
+                try:
+                    child.conn.send(Go())
+                except OSError:
+                    pass  # it died: _poll sees its exit
+            self.phase_s.update(self._startup_phases())
+            self.phase_s["load_warmup"] = (self.measure_start_ns - self.t_begin_ns) / 1e9
+            self.phase = ["measure"] * cfg.instances
+            if self.on_measure_start is not None:
+                self.on_measure_start(list(pids))
 
-        target = cfg.min_inferences + 2 * cfg.instances  # margin: edge inferences fall outside the overlap window
-        counters = [c.w.counts for c in self.children]
-        while self.fault is None:
-            elapsed_s = (time.monotonic_ns() - self.measure_start_ns) / 1e9
-            if elapsed_s >= cfg.max_duration_s or (elapsed_s >= cfg.duration_s and sum(map(sum, counters)) >= target):
-                break
-            # Block until the earliest moment the window could end. wait() still returns at once on any
-            # message or exit, so faults are seen immediately; the instances are not preempted 100x/s
-            # by this process, which matters when they use every core.
-            until_min_s = cfg.duration_s - elapsed_s
-            self._poll(min(until_min_s, MEASURE_POLL_MAX_S) if until_min_s > 0 else MEASURE_POLL_S)
-        self._stop_instances()
-        self.measure_end_ns = time.monotonic_ns()
+            target = cfg.min_inferences + 2 * cfg.instances  # margin: edge inferences fall outside the overlap window
+            counters = [c.w.counts for c in self.children]
+            while self.fault is None:
+                elapsed_s = (time.monotonic_ns() - self.measure_start_ns) / 1e9
+                if elapsed_s >= cfg.max_duration_s or (elapsed_s >= cfg.duration_s and sum(map(sum, counters)) >= target):
+                    break
+                # Block until the earliest moment the window could end. wait() still returns at once on any
+                # message or exit, so faults are seen immediately; the instances are not preempted 100x/s
+                # by this process, which matters when they use every core.
+                until_min_s = cfg.duration_s - elapsed_s
+                self._poll(min(until_min_s, MEASURE_POLL_MAX_S) if until_min_s > 0 else MEASURE_POLL_S)
+            self._stop_instances()
+            self.measure_end_ns = time.monotonic_ns()
         self.phase_s["measure"] = (self.measure_end_ns - self.measure_start_ns) / 1e9
         if self.fault is not None:
             return self._failed()

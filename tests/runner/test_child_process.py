@@ -58,31 +58,22 @@ def spawn_with_grandchild(ignore_term: bool = False, then_exit: bool = False):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_stop_kills_the_whole_group_after_the_grace_period_when_sigterm_is_ignored():
-    child, pid, pgid, grandchild = spawn_with_grandchild(ignore_term=True)
+@pytest.mark.parametrize("ignore_term, grace_s, ended, min_wait_s", [
+    (True, 0.5, "died with SIGKILL", 0.4),  # SIGTERM ignored: SIGKILL after the grace period
+    (False, 10.0, "died with SIGTERM", 0.0),  # SIGTERM honoured: it does not sit out the 10 s grace period
+])
+def test_stop_ends_a_child_leading_its_own_group_and_the_grandchild_in_it(ignore_term, grace_s, ended, min_wait_s):
+    """The grandchild ignores SIGTERM either way: the SIGKILL to every group after the grace period takes it."""
+    child, pid, pgid, grandchild = spawn_with_grandchild(ignore_term=ignore_term)
     try:
         assert pid == child.pid and pgid == child.pid  # it leads its own process group
         assert os.getpgid(0) != child.pid  # and we are not in it
         t0 = time.monotonic()
-        child_process.stop([child], grace_s=0.5)
+        child_process.stop([child], grace_s=grace_s)
         waited_s = time.monotonic() - t0
-        assert child.exitcode == -signal.SIGKILL  # SIGTERM was ignored: SIGKILL after the grace period
-        assert exit_text(child.exitcode) == "died with SIGKILL"
-        assert 0.4 <= waited_s < 5.0
+        assert exit_text(child.exitcode) == ended
+        assert min_wait_s <= waited_s < 5.0
         assert gone(grandchild), f"grandchild {grandchild} outlived its group's stop"
-    finally:
-        with_group_killed(pgid)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_stop_ends_a_child_that_honours_sigterm_within_the_grace_period():
-    child, _, pgid, grandchild = spawn_with_grandchild(ignore_term=False)
-    try:
-        t0 = time.monotonic()
-        child_process.stop([child], grace_s=10.0)
-        assert time.monotonic() - t0 < 5.0  # did not sit out the grace period
-        assert exit_text(child.exitcode) == "died with SIGTERM"
-        assert gone(grandchild)  # it ignored SIGTERM; the SIGKILL to the group after the grace period took it
     finally:
         with_group_killed(pgid)
 

@@ -20,18 +20,12 @@ from edgebench.runner.messages import (
     Primed,
     Ready,
     Retire,
-    RunSlice,
-    SideError,
-    SideReady,
-    SliceDone,
-    SliceStarted,
 )
 
 SAMPLES = [
     Go(), Exit(), Primed(4242), Phase(1, "warmup"), Ready(0, 37), Done(2, 1000, "/tmp/w/instance2.npy"),
     Error(1, "measure", "RuntimeError: boom"), Error(None, "preload", "ImportError: no torch"), Idle(0),
-    Retire(3, "RuntimeError: close failed"), SideReady(), RunSlice(0.25), SliceStarted(), SliceDone(512, 250_000_000),
-    SideError("ValueError: bad"),
+    Retire(3, "RuntimeError: close failed"),
 ]
 
 

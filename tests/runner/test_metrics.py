@@ -110,6 +110,35 @@ def test_slow_sub_window_is_detected():
     assert judge(s, cfg(stability_tolerance_pct=5.0))[0] == "invalid"
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_sub_window_counts_equal_each_inferences_overlap_share(seed):
+    """summarize counts an inference wholly inside a sub-window as 1 and splits only those across an edge (issue 27:
+    a pass per sub-window over millions of null-backend inferences cost ~0.3 s); the counts must equal the
+    definition: every inference's share of [start, end + 1) ns in each sub-window, zero-length and multi-window
+    spans included, with sub-window edges that fall between two nanoseconds."""
+    rng = np.random.default_rng(seed)
+    scale = [3, 10 * MS, 400 * MS][seed % 3]  # ns apart (every edge has ends at its nanosecond), near, longer than a sub-window
+    stamps = []
+    for _ in range(3):
+        start = 7_000_000_000_001 + np.cumsum(rng.integers(0, scale, 400)).astype(np.int64)
+        stamps.append(Stamps(start, start + rng.integers(0, 3 * scale, 400)))
+    sub_windows = 3 + seed
+    s = summarize(stamps, batch=2, sub_windows=sub_windows)
+    w0, w1 = s.window_start_ns, s.window_end_ns
+    edges = np.linspace(w0, w1 + 1, sub_windows + 1)
+    want = [0.0] * sub_windows
+    for st in stamps:
+        for a, b in zip(st.start_ns.tolist(), st.end_ns.tolist(), strict=True):
+            if a < w0 or b > w1:
+                continue
+            for k in range(sub_windows):
+                overlap = min(b + 1, edges[k + 1]) - max(a, edges[k])
+                want[k] += max(overlap, 0.0) / (b + 1 - a)
+    assert len({round(x) for x in want}) > 1 or seed % 3 == 0  # the data is not trivially even
+    assert s.subwindow_ips == pytest.approx([n * 2 / ((edges[k + 1] - edges[k]) / 1e9) for k, n in enumerate(want)],
+                                            rel=1e-12)
+
+
 def test_instance_without_inferences_gives_an_empty_window():
     empty = Stamps(np.empty(0, np.int64), np.empty(0, np.int64))
     s = summarize([periodic(0, MS, MS, 10), empty], batch=1, sub_windows=5)
