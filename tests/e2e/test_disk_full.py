@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-import yaml
+from cli_runs import null_profile
 from repo_paths import REPO
 
 DRIVER = r'''
@@ -65,14 +65,9 @@ def unavailable() -> str | None:
 @pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 def test_a_disk_filling_up_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path):
     pytest.importorskip("torch", reason="the sweep exports tiny_cnn with torch")
-    profile = tmp_path / "diskfull.yaml"
-    profile.write_text(yaml.safe_dump({
-        "name": "diskfull", "extends": "smoke",
-        "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1, 2, 3, 4, 5], "instances": [1],
-                  "option_sets": [{"sleep_s": 0.002}]},
-        "run": {"warmup_s": 0.05, "duration_s": 0.4, "max_duration_s": 3.0, "min_inferences": 10,
-                "accuracy_samples": 0, "stability_tolerance_pct": 90.0},
-        "telemetry": {"samplers": ["host"], "idle_baseline_s": 0}}))
+    profile = null_profile(tmp_path, "diskfull", sweep={"batches": [1, 2, 3, 4, 5], "option_sets": [{"sleep_s": 0.002}]},
+                           run={"warmup_s": 0.05, "duration_s": 0.4, "stability_tolerance_pct": 90.0},
+                           telemetry={"samplers": ["host"], "idle_baseline_s": 0})
     out = tmp_path / "small-disk"
     out.mkdir()
     (tmp_path / "driver.py").write_text(DRIVER)
@@ -108,7 +103,7 @@ def test_a_disk_filling_up_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path)
     row_dirs = sorted({f.split("/")[1] for f in state["files"] if f.startswith("rows/") and f.count("/") >= 1})
     assert len(row_dirs) == written, state["files"]
     for d in row_dirs:
-        assert {f"rows/{d}/latencies.csv.gz", f"rows/{d}/row.json", f"rows/{d}/telemetry_host.csv"} <= \
+        assert {f"rows/{d}/latencies.npz", f"rows/{d}/row.json", f"rows/{d}/telemetry_host.csv"} <= \
             set(state["files"])
     assert not [f for f in state["files"] if f.endswith(".tmp") or f.endswith("error.txt")]
 

@@ -4,21 +4,10 @@ instance and the CUDA error, the others are stopped, and the next row on the sam
 from __future__ import annotations
 
 import pytest
+from gpu_needs import torch_cuda_missing
 
-from edgebench.backends.torch_backend import torch_cuda_build
-
-
-def _reason() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "needs torch"
-    if torch_cuda_build() == "" or not torch.cuda.is_available():
-        return "needs a CUDA build of torch and a CUDA GPU"
-    return None
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_reason() is not None, reason=str(_reason()))]
+MISSING = torch_cuda_missing()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(MISSING is not None, reason=str(MISSING))]
 
 
 def test_cuda_error_in_one_instance_fails_the_row_and_the_gpu_serves_the_next(artifact_cache):

@@ -12,8 +12,8 @@ A second test gives the pool a device smaller than the GPU (real NVML free memor
 from __future__ import annotations
 
 import pytest
+from gpu_needs import torch_cuda_missing
 
-from edgebench.backends.torch_backend import torch_cuda_build
 from edgebench.telemetry.nvml import free_memory_mib
 
 INSTANCES = (24, 28, 32)
@@ -21,18 +21,14 @@ REPEATS = 3
 
 
 def _reason() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "needs torch"
-    if torch_cuda_build() == "" or not torch.cuda.is_available():
-        return "needs a CUDA build of torch and a CUDA GPU"
-    if free_memory_mib("cuda:0") is None:
+    missing = torch_cuda_missing()
+    if missing is None and free_memory_mib("cuda:0") is None:
         return "needs NVML (nvidia-ml-py) to read the GPU's free memory"
-    return None
+    return missing
 
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_reason() is not None, reason=str(_reason()))]
+MISSING = _reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(MISSING is not None, reason=str(MISSING))]
 
 
 def _grid(artifact_cache):  # type: ignore[no-untyped-def]

@@ -11,18 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
+from cli_runs import null_profile
 from repo_paths import REPO
 
 
 def test_rows_record_phases_reuse_one_probe_and_the_report_sums_setup(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path / "cache")}
-    profile = tmp_path / "phases.yaml"
-    profile.write_text(yaml.safe_dump({
-        "name": "phases", "extends": "smoke",
-        "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1, 2], "instances": [1]},
-        "run": {"warmup_s": 0.1, "duration_s": 0.3, "max_duration_s": 3.0, "min_inferences": 10,
-                "accuracy_samples": 4}}))
+    profile = null_profile(tmp_path, "phases", sweep={"batches": [1, 2]}, run={"accuracy_samples": 4})
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "edgebench", "bench", "--device", str(profile), "--out",
                           str(tmp_path / "runs")], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)

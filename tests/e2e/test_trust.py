@@ -14,29 +14,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import cli, null_profile, shared_cache_env
 from repo_paths import REPO
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> dict:
-    cache = os.environ.get("EDGEBENCH_CACHE") or str(tmp_path_factory.mktemp("cache"))
-    return {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": cache, "PYTHONUNBUFFERED": "1"}
+    return shared_cache_env(tmp_path_factory)
 
 
-def cli(env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgebench", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=timeout)
-
-
-def null_profile(tmp_path: Path, name: str = "nullrun", **run: object) -> Path:
-    """A profile of null-backend rows on tiny_cnn (no framework in the measurement)."""
-    data = {"name": name, "extends": "smoke",
-            "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1, 2], "instances": [1]},
-            "run": {"warmup_s": 0.1, "duration_s": 0.3, "max_duration_s": 3.0, "min_inferences": 10,
-                    "accuracy_samples": 0, **run}}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+def two_batches(tmp_path: Path, **run: object) -> Path:
+    """The null profile of these tests: batches 1 and 2, so a run folder has two configurations."""
+    return null_profile(tmp_path, "nullrun", sweep={"batches": [1, 2]}, run=run)
 
 
 def saved_run_folder(tmp_path: Path, profile_path: Path) -> Path:
@@ -66,8 +55,8 @@ def test_second_resume_of_a_held_run_folder_is_refused_naming_the_holder(env, tm
     host and touches nothing; the first, interrupted, names the real run folder; the lock then frees."""
     from edgebench.results.runlock import LOCK_NAME, RunLock
 
-    run_dir = saved_run_folder(tmp_path, null_profile(tmp_path, duration_s=60.0, max_duration_s=90.0,
-                                                      min_inferences=10))
+    run_dir = saved_run_folder(tmp_path, two_batches(tmp_path, duration_s=60.0, max_duration_s=90.0,
+                                                     min_inferences=10))
     first = subprocess.Popen([sys.executable, "-m", "edgebench", "bench", "--resume", str(run_dir)], env=env,
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
@@ -150,7 +139,7 @@ def test_four_processes_racing_for_one_run_id_get_four_folders(tmp_path):
 
 
 def test_resume_dry_run_measures_nothing_and_says_what_would_run(env, tmp_path):
-    run_dir = saved_run_folder(tmp_path, null_profile(tmp_path))
+    run_dir = saved_run_folder(tmp_path, two_batches(tmp_path))
     out = cli(env, "bench", "--resume", str(run_dir), "--dry-run")
     assert out.returncode == 0, out.stderr
     assert "2 configurations: 2 to run" in out.stdout
@@ -159,7 +148,7 @@ def test_resume_dry_run_measures_nothing_and_says_what_would_run(env, tmp_path):
 
 
 def test_resume_refuses_options_that_would_change_its_plan(env, tmp_path):
-    run_dir = saved_run_folder(tmp_path, null_profile(tmp_path))
+    run_dir = saved_run_folder(tmp_path, two_batches(tmp_path))
     out = cli(env, "bench", "--resume", str(run_dir), "--duration", "3", "--batches", "8", "--device", "host")
     assert out.returncode == 2
     line = one_line(out.stderr)
@@ -288,13 +277,7 @@ def test_exit_status_rules():
 
 
 def test_strict_makes_a_partly_failed_sweep_visible_to_scripts(env, tmp_path):
-    path = tmp_path / "partly.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "partly", "extends": "smoke",
-        "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1], "instances": [1],
-                  "option_sets": [{}, {"fail_instance": 0, "fail_phase": "open"}]},
-        "run": {"warmup_s": 0.1, "duration_s": 0.3, "max_duration_s": 3.0, "min_inferences": 10,
-                "accuracy_samples": 0}}))
+    path = null_profile(tmp_path, "partly", sweep={"option_sets": [{}, {"fail_instance": 0, "fail_phase": "open"}]})
     plain = cli(env, "bench", "--device", str(path), "--out", str(tmp_path / "a"))
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert "1 failed" in plain.stdout

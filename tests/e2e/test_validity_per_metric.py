@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from cli_runs import cli, null_profile, shared_cache_env
 from repo_paths import REPO
 
 from edgebench.commands.options import EXIT_NOTHING_MEASURED
@@ -19,25 +19,14 @@ from edgebench.commands.options import EXIT_NOTHING_MEASURED
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> dict:
-    cache = os.environ.get("EDGEBENCH_CACHE") or str(tmp_path_factory.mktemp("cache"))
-    return {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": cache, "PYTHONUNBUFFERED": "1"}
-
-
-def cli(env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgebench", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=timeout)
+    return shared_cache_env(tmp_path_factory)
 
 
 def slow_null_profile(tmp_path: Path) -> Path:
     """One null-backend row of 10 ms inferences capped at a 0.6 s window: ~60 inferences, far from a p99's 662."""
-    data = {"name": "slownull", "extends": "smoke",
-            "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1], "instances": [1],
-                      "option_sets": [{"sleep_s": 0.01}]},
-            "run": {"warmup_s": 0.1, "duration_s": 0.5, "max_duration_s": 0.6, "min_inferences": 662,
-                    "accuracy_samples": 0, "stability_tolerance_pct": 60.0}}
-    path = tmp_path / "slownull.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return null_profile(tmp_path, "slownull", sweep={"option_sets": [{"sleep_s": 0.01}]},
+                        run={"duration_s": 0.5, "max_duration_s": 0.6, "min_inferences": 662,
+                             "stability_tolerance_pct": 60.0})
 
 
 def rows_of(run_dir: Path) -> list[dict]:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from cli_runs import null_profile
 from repo_paths import REPO
 
 from edgebench.config.profile import load_profile
@@ -54,13 +54,9 @@ def test_filled_or_checked_columns_need_no_reason():
 
 def test_a_repeated_sweep_numbers_its_rows_and_states_empty_columns(tmp_path: Path):
     pytest.importorskip("torch", reason="the sweep exports tiny_cnn with torch")
-    profile = tmp_path / "rep.yaml"
-    profile.write_text(yaml.safe_dump({
-        "name": "rep", "extends": "smoke",
-        "sweep": {"backends": ["null"], "precisions": ["fp32"], "batches": [1, 2], "instances": [1]},
-        "run": {"warmup_s": 0.05, "duration_s": 0.2, "max_duration_s": 2.0, "min_inferences": 10,
-                "accuracy_samples": 0, "repeats": 2},
-        "telemetry": {"samplers": ["host"], "idle_baseline_s": 0}}))
+    profile = null_profile(tmp_path, "rep", sweep={"batches": [1, 2]},
+                           run={"warmup_s": 0.05, "duration_s": 0.2, "max_duration_s": 2.0, "repeats": 2},
+                           telemetry={"samplers": ["host"], "idle_baseline_s": 0})
     env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE")
            or str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "edgebench", "bench", "--device", str(profile), "--out",

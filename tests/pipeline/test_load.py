@@ -6,14 +6,13 @@ share one simulated device, so the capacity in streams is computable: floor(1 / 
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 import pytest
+from serial_slo import serial_options, serial_slo_profile, slo_bench
 
 from edgebench.backends.null import NullBackend
-from edgebench.cli import main
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import ConfigError
 from edgebench.models.inputs import InputDesc
@@ -140,29 +139,6 @@ def test_search_finds_the_largest_count_that_meets_with_each_count_probed_once(c
     assert [p.streams for p in result.probes] == calls
 
 
-SLO_PROFILE = """\
-name: slonull
-extends: base
-description: SLO search on a simulated serial device (null backend)
-sweep:
-  models: [tiny_cnn]
-  backends: ["null"]
-  precisions: [fp32]
-  batches: [1]
-  instances: [2]
-  modes: [process]
-  option_sets: [{{sleep_s: {sleep_s}, serial_device: "{lock}"}}]
-run:
-  warmup_s: 0.1
-  duration_s: 2.5
-  max_duration_s: 6.0
-  accuracy_samples: 0
-  stability_tolerance_pct: 60.0
-telemetry:
-  samplers: [host]
-"""
-
-
 def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: Path):
     """2 ms per inference on one shared device = 500 inferences/s; at 90/s per stream 5 streams fit (90%),
     6 streams (540/s) overload it and their p99 grows past the SLO (the backlog grows for 2.5 s: hundreds of
@@ -171,17 +147,14 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     pytest.importorskip("torch", reason="the sweep exports tiny_cnn to ONNX with torch (pip install 'edgebench[export]')")
     sleep_s, rate_hz = 0.002, 90.0
     capacity = int(1 / (sleep_s * rate_hz))
-    (tmp_path / "slonull.yaml").write_text(SLO_PROFILE.format(sleep_s=sleep_s, lock=tmp_path / "device.lock"))
-    rc = main(["--cache", str(tmp_path / "cache"), "bench", "--device", str(tmp_path / "slonull.yaml"),
-               "--out", str(tmp_path / "runs"), "--rate", str(rate_hz), "--slo-ms", "100", "--max-streams", "12",
-               "--arrival", "even",  # computable: colliding arrivals add lock hand-offs on a busy 2-core CI box
-               "--slo-repeats", "1"])  # one row per count: the figure's points are compared with them below
-    assert rc == 0
-    (run,) = (tmp_path / "runs").iterdir()
-    with open(run / "slo_search.csv", newline="") as fh:
-        (search,) = list(csv.DictReader(fh))
-    with open(run / "results.csv", newline="") as fh:
-        rows = {int(r["instances"]): r for r in csv.DictReader(fh)}
+    profile = serial_slo_profile(tmp_path, "slonull", serial_options(tmp_path, sleep_s), warmup_s=0.1,
+                                 duration_s=2.5, max_duration_s=6.0, stability_tolerance_pct=60.0)
+    run, (search,), rows_read = slo_bench(
+        tmp_path / "cache", profile, tmp_path / "runs", "--rate", str(rate_hz), "--slo-ms", "100",
+        "--max-streams", "12",
+        "--arrival", "even",  # computable: colliding arrivals add lock hand-offs on a busy 2-core CI box
+        "--slo-repeats", "1")  # one row per count: the figure's points are compared with them below
+    rows = {int(r["instances"]): r for r in rows_read}
     found = int(search["max_streams_under_slo"])
     assert capacity - 1 <= found <= capacity, search["probes"]
     assert search["capped_at_max_streams"] == "false"
