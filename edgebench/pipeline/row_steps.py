@@ -96,7 +96,7 @@ def setup_columns(f: RowFacts, row: Row) -> Columns:
         "weights": weights_cell(f.spec, f.artifact),
         "onnx_sha256": f.artifact.sha256,
         "artifact_dir": str(f.row_dir.relative_to(f.row_dir.parent.parent)),
-        "options": ";".join(f"{k}={v}" for k, v in cfg.options),
+        "options": cfg.options_cell,
         "accuracy_samples": f.accuracy_samples,
         "warmup_s": cfg.warmup_s,
         "calibration_source": calibration_label(f.artifact.sidecar) if cfg.precision == "int8" else None,

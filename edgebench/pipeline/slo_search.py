@@ -38,9 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import get_backend
 from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
-from edgebench.pipeline.sweep import run_sweep, worker_pool
+from edgebench.pipeline.sweep import SweepSession, run_sweep, sweep_session
 from edgebench.runner.load import P99_FLOOR
-from edgebench.runner.warm_pool import WarmPool
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -251,17 +250,22 @@ def run_slo_searches(planned: list[PlannedRun], profile: Profile, env: Env, run_
     max_streams = profile.run.max_streams
     repeats = profile.run.slo_repeats
     results = []
-    with worker_pool(profile) as pool:  # one warm pool for every probe of every search (run.workers: warm)
+    # one sweep session for every probe of every search, as a grid sweep has for its rows: one warm pool
+    # (run.workers: warm), one thermal baseline that cooldown waits for, the power mode restored once at the end;
+    # the power modes of the planned configs that are not skipped are checked up front (on --resume too: their
+    # probes' hashes differ from theirs); a probe of a config skipped at its planned stream count is switched to
+    # its mode when it runs
+    with sweep_session(planned, profile, store) as session:
         for cfgs in groups.values():
             results.append(_search(cfgs, profile, env, run_dir, store, models, max_streams, on_row, on_start,
-                                   idle_power_w, report, pool, repeats))
+                                   idle_power_w, report, session, repeats))
     return results
 
 
 def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, store: ResultsStore,
             models: ModelCache, max_streams: int, on_row: Callable[..., None] | None,
             on_start: Callable[..., None] | None, idle_power_w: float | None, report: Callable[[str], None],
-            pool: WarmPool | None, repeats: int = 1) -> SloResult:
+            session: SweepSession, repeats: int = 1) -> SloResult:
     """One search: probes of growing (then bisected) stream counts, each measured up to `repeats` times, its
     slo_search.csv line, its console line."""
     base = cfgs[0]
@@ -272,7 +276,7 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
         cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count), repeat=base.repeat * repeats + j)
         skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
         written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
-                            idle_power_w=idle_power_w, on_start=on_start, pool=pool)
+                            idle_power_w=idle_power_w, on_start=on_start, session=session)
         if written:
             return probe_of(n, written[0])
         done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]  # --resume: measured before
@@ -315,7 +319,7 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
     undetermined = result.skipped is not None or (result.max_streams == 0 and result.lower_bound)
     return {
         "model": base.model, "backend": base.backend, "precision": base.precision, "batch": base.batch,
-        "device": base.placements[0], "mode": base.mode, "options": ";".join(f"{k}={v}" for k, v in base.options),
+        "device": base.placements[0], "mode": base.mode, "options": base.options_cell,
         "gpu_sharing": base.gpu_sharing, "rate_per_stream_hz": base.rate_hz, "arrival": base.arrival,
         "search": base.repeat, "slo_ms": base.slo_ms, "repeats_per_count": repeats,
         "max_streams_under_slo": None if undetermined else result.max_streams, "answer": result.answer,

@@ -19,6 +19,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,30 +58,54 @@ def run_sweep(
     on_row: Callable[[int, int, dict[str, Any]], None] | None = None,
     idle_power_w: float | None = None,
     on_start: Callable[[int, int, RunConfig], None] | None = None,
-    pool: WarmPool | None = None,
+    session: SweepSession | None = None,
 ) -> list[dict[str, Any]]:
     """Run every planned config not already done in `store`; returns the rows written now.
 
-    With `run.workers: warm` the rows run in warm worker processes (runner/warm_pool.py): `pool` when the caller
-    keeps one across calls (the SLO search), else one for this call, retired when it ends, however it ends.
+    With `run.workers: warm` the rows run in warm worker processes (runner/warm_pool.py): the session's pool when
+    the caller keeps a session across calls (the adaptive and the SLO search), else one for this call, retired when
+    it ends, however it ends.
 
     Rows with a `power_mode` switch the Jetson's nvpmodel mode before they run (once per group) and the
     original mode and clocks are restored when the sweep ends, however it ends (edgebench.device.power_modes).
     With cooldown.enabled each row after the first waits for the idle temperature and clock (pipeline/cooldown)."""
 
-    done = store.done_hashes()
-    todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
-    with power_mode_session(todo, profile.power.model_dump(), profile.source) as power, \
-            worker_pool(profile, pool) as workers:
-        return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, power, workers)
+    if session is not None:  # the caller's (a search runs its picks or probes in one session)
+        return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, session)
+    with sweep_session(planned, profile, store) as own:
+        return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, own)
+
+
+@dataclass
+class SweepSession:
+    """What the rows of one sweep share across calls of run_sweep: the power-mode session (modes restored when it
+    ends), the worker pool, the thermal baseline taken before the first row (cooldown waits for it), and where the
+    next row's wall time starts (its between_rows phase)."""
+    power: Any
+    pool: WarmPool | None
+    thermal: Thermal
+    since: list[float] = field(default_factory=lambda: [time.monotonic()])
 
 
 @contextlib.contextmanager
-def worker_pool(profile: Profile, given: WarmPool | None = None) -> Iterator[WarmPool | None]:
-    """The caller's pool; else, with run.workers: warm, a pool retired on the way out; else None (fresh processes for
-    every row). _run_rows tells the pool what each block of rows of one key needs (warm_pool.block_needs)."""
-    if given is not None or profile.run.workers != "warm":
-        yield given
+def sweep_session(planned: list[PlannedRun], profile: Profile, store: ResultsStore) -> Iterator[SweepSession]:
+    """One session for `planned` (every power mode it may switch to is checked up front), however many run_sweep
+    calls measure its rows: the adaptive search and the SLO search keep one, so cooldown, the power mode, the warm
+    pool and the phases work across their picks and probes as in a grid sweep."""
+    done = store.done_hashes()
+    todo = [p.cfg.power_mode for p in planned if p.skip_reason is None and p.cfg.config_hash() not in done]
+    with power_mode_session(todo, profile.power.model_dump(), profile.source) as power, \
+            worker_pool(profile) as workers:
+        thermal = Thermal(profile.cooldown.model_dump(), gpu=any(p.cfg.uses_gpu for p in planned))  # baseline first
+        yield SweepSession(power, workers, thermal)
+
+
+@contextlib.contextmanager
+def worker_pool(profile: Profile) -> Iterator[WarmPool | None]:
+    """With run.workers: warm, a pool retired on the way out; else None (fresh processes for every row). _run_rows
+    tells the pool what each block of rows of one key needs (warm_pool.block_needs)."""
+    if profile.run.workers != "warm":
+        yield None
         return
     with WarmPool() as pool:
         yield pool
@@ -88,15 +113,14 @@ def worker_pool(profile: Profile, given: WarmPool | None = None) -> Iterator[War
 
 def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store: ResultsStore, models: ModelCache,
               on_row: Callable[[int, int, dict[str, Any]], None] | None, idle_power_w: float | None,
-              on_start: Callable[[int, int, RunConfig], None] | None, power: Any,
-              pool: WarmPool | None) -> list[dict[str, Any]]:
+              on_start: Callable[[int, int, RunConfig], None] | None,
+              session: SweepSession) -> list[dict[str, Any]]:
+    power, pool, thermal, since = session.power, session.pool, session.thermal, session.since
     done = store.done_hashes()
     next_index = len(store.rows())
     written: list[dict[str, Any]] = []
     needs = block_needs([p.cfg if p.skip_reason is None and p.cfg.config_hash() not in done else None
                          for p in planned])
-    thermal = Thermal(profile.cooldown.model_dump(), gpu=any(p.cfg.uses_gpu for p in planned))  # baseline before the first row
-    since = [time.monotonic()]  # where the next measured row's wall time starts (its phase between_rows)
     for i, p in enumerate(planned):
         cfg = p.cfg
         if cfg.config_hash() in done:

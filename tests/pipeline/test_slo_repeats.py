@@ -4,8 +4,7 @@ end with the null backend on a serial simulated device (tiny windows), including
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
+from serial_slo import read_rows, serial_options, serial_slo_profile, slo_bench
 
 from edgebench.cli import main
 from edgebench.config.run_config import RunConfig
@@ -86,47 +85,16 @@ def null_cfg(instances: int, **kw) -> RunConfig:
 
 # ------------------------------------------------------------------------------------------ end to end
 
-PROFILE = """\
-name: slorep
-extends: base
-description: repeated SLO search on a simulated serial device (null backend), tiny windows
-sweep:
-  models: [tiny_cnn]
-  backends: ["null"]
-  precisions: [fp32]
-  batches: [1]
-  instances: [2]
-  modes: [process]
-  option_sets: [{{sleep_s: 0.0002, serial_device: "{lock}"}}]
-run:
-  warmup_s: 0.05
-  duration_s: 0.2
-  max_duration_s: 3.0
-  accuracy_samples: 0
-  stability_tolerance_pct: 90.0
-telemetry:
-  samplers: [host]
-"""
-
-
-def read(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artifact_cache, tiny_onnx, capsys):
     """0.2 ms per inference on one serial device at 300 arrivals/s per stream: 4 streams keep it 24% busy, and the
     SLO (1 s) is far from anything but a stalled machine. The search from 2 streams to at most 4 meets at 2 and 4 on
     each of 3 repeats: 6 rows, 'at least 4'. Then the run is
     cut after its fourth row (results.csv truncated, no slo_search.csv line) and resumed: the 4 finished probes are
     reused, the 2 missing ones measured, and the answer is the same."""
-    (tmp_path / "slorep.yaml").write_text(PROFILE.format(lock=tmp_path / "device.lock"))
-    rc = main(["--cache", str(artifact_cache.root), "bench", "--device", str(tmp_path / "slorep.yaml"), "--out",
-               str(tmp_path / "runs"), "--rate", "300", "--slo-ms", "1000", "--max-streams", "4", "--arrival", "random"])
-    assert rc == 0
-    (run,) = (tmp_path / "runs").iterdir()
-    (search,) = read(run / "slo_search.csv")
-    rows = read(run / "results.csv")
+    profile = serial_slo_profile(tmp_path, "slorep", serial_options(tmp_path, 0.0002), warmup_s=0.05,
+                                 duration_s=0.2, max_duration_s=3.0, stability_tolerance_pct=90.0)  # tiny windows
+    run, (search,), rows = slo_bench(artifact_cache.root, profile, tmp_path / "runs", "--rate", "300", "--slo-ms",
+                                     "1000", "--max-streams", "4", "--arrival", "random")
     assert search["answer"] == "at least 4", search["probes"]
     assert search["arrival"] == "random" and search["repeats_per_count"] == "3"
     assert len(search["p99_ms_repeats_at_max"].split(";")) == 3
@@ -143,9 +111,30 @@ def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artif
     (run / "results.csv").write_text("".join(lines[:5]))
     (run / "slo_search.csv").unlink()
     assert main(["--cache", str(artifact_cache.root), "bench", "--resume", str(run)]) == 0
-    again = read(run / "results.csv")
+    again = read_rows(run / "results.csv")
     assert again[:4] == rows[:4]  # reused as they were
     assert [(r["instances"], r["repeat"]) for r in again[4:]] == [("4", "1"), ("4", "2")]
-    (resumed,) = read(run / "slo_search.csv")
+    (resumed,) = read_rows(run / "slo_search.csv")
     assert resumed["answer"] == "at least 4" and resumed["p99_ms_repeats_at_max"].split(";")[0] == \
         f"{float(rows[3]['latency_ms_p99']):.4g}"
+
+
+def test_every_probe_of_a_search_runs_in_one_sweep_session(tmp_path, artifact_cache, tiny_onnx, capsys, monkeypatch):
+    """The probes share what a grid sweep's rows share: one thermal baseline (cooldown waits for the machine as it
+    was before the first probe, not before each), one power-mode session, one warm pool."""
+    import edgebench.pipeline.sweep as sweep
+
+    baselines: list[object] = []
+
+    class CountedThermal(sweep.Thermal):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs):
+            baselines.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "Thermal", CountedThermal)
+    profile = serial_slo_profile(tmp_path, "sloone", serial_options(tmp_path, 0.0002), warmup_s=0.05,
+                                 duration_s=0.2, max_duration_s=3.0, stability_tolerance_pct=90.0)
+    _run, (search,), rows = slo_bench(artifact_cache.root, profile, tmp_path / "runs", "--rate", "300", "--slo-ms",
+                                      "1000", "--max-streams", "4", "--slo-repeats", "2")
+    assert len(rows) == 4, search["probes"]  # 2 and 4 streams, 2 repeats each
+    assert len(baselines) == 1

@@ -13,8 +13,8 @@ import csv
 from pathlib import Path
 
 import numpy as np
+from serial_slo import serial_options, serial_slo_profile, slo_bench
 
-from edgebench.cli import main
 from edgebench.config.run_config import RunConfig
 from edgebench.models.inputs import InputDesc
 from edgebench.pipeline.slo_search import (
@@ -181,42 +181,12 @@ def test_a_p99_that_falls_as_streams_are_added_is_noted_in_the_search_row():
 
 # ------------------------------------------------------------------------------------------ end to end
 
-PROFILE = """\
-name: slo2
-extends: base
-description: SLO search over option sets / GPU sharing on a simulated serial device (null backend)
-sweep:
-  models: [tiny_cnn]
-  backends: ["null"]
-  precisions: [fp32]
-  batches: [1]
-  instances: [{instances}]
-  modes: [process]
-  accelerator: {accelerator}
-  option_sets: {option_sets}
-run:
-  warmup_s: 0.1
-  duration_s: {duration_s}
-  max_duration_s: {max_duration_s}
-  min_inferences: 100
-  accuracy_samples: 0
-  stability_tolerance_pct: 80.0
-telemetry:
-  samplers: [host]
-"""
-
-
-def bench(tmp_path: Path, cache: Path, argv: list[str], **fmt) -> tuple[Path, list[dict], dict[int, dict]]:
-    (tmp_path / "slo2.yaml").write_text(PROFILE.format(**fmt))
-    rc = main(["--cache", str(cache), "bench", "--device", str(tmp_path / "slo2.yaml"), "--out",
-               str(tmp_path / "runs"), *argv])
-    assert rc == 0
-    (run,) = (tmp_path / "runs").iterdir()
-    with open(run / "slo_search.csv", newline="") as fh:
-        searches = list(csv.DictReader(fh))
-    with open(run / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return run, searches, rows
+def bench(tmp_path: Path, cache: Path, argv: list[str], option_sets: list[dict], *, instances: int,
+          accelerator: str, duration_s: float, max_duration_s: float) -> tuple[Path, list[dict], list[dict]]:
+    profile = serial_slo_profile(tmp_path, "slo2", option_sets, instances=instances, accelerator=accelerator,
+                                 warmup_s=0.1, duration_s=duration_s, max_duration_s=max_duration_s,
+                                 min_inferences=100, stability_tolerance_pct=80.0)
+    return slo_bench(cache, profile, tmp_path / "runs", *argv)
 
 
 def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path, artifact_cache, tiny_onnx, capsys):
@@ -225,9 +195,9 @@ def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path,
     slo_search.csv and in the console's side-by-side table; the window runs to 662 inferences although
     min_inferences is 100."""
     lock = tmp_path / "device.lock"
-    sets = f'[{{sleep_s: 0.002, serial_device: "{lock}"}}, {{sleep_s: 0.004, serial_device: "{lock}"}}]'
     run, searches, rows = bench(tmp_path, artifact_cache.root, ["--rate", "90", "--slo-ms", "100", "--max-streams", "8"],
-                                instances=2, accelerator="cpu", option_sets=sets, duration_s=1.0, max_duration_s=6.0)
+                                serial_options(tmp_path, 0.002, 0.004), instances=2, accelerator="cpu",
+                                duration_s=1.0, max_duration_s=6.0)
     assert [s["options"] for s in searches] == [f"serial_device={lock};sleep_s={v}" for v in ("0.002", "0.004")]
     found = [int(s["max_streams_under_slo"]) for s in searches]
     assert 4 <= found[0] <= 5 and 1 <= found[1] <= 2, [s["probes"] for s in searches]
@@ -273,7 +243,7 @@ def test_gpu_sharing_modes_are_searched_side_by_side_under_a_private_mps_daemon(
     run, searches, rows = bench(tmp_path, artifact_cache.root,
                                 ["--rate", "60", "--slo-ms", "100", "--max-streams", "2",
                                  "--gpu-sharing", "time-slicing,mps"],
-                                instances=1, accelerator="cuda:0", option_sets="[{sleep_s: 0.001}]",
+                                [{"sleep_s": 0.001}], instances=1, accelerator="cuda:0",
                                 duration_s=0.5, max_duration_s=0.5)
     assert [s["gpu_sharing"] for s in searches] == ["time-slicing", "mps"]
     for s in searches:

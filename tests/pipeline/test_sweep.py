@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import os
 import signal
@@ -12,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cli_runs import cli_env
 from repo_paths import REPO
@@ -84,11 +84,11 @@ def test_smoke_sweep_writes_citable_rows(cache_env, tmp_path):
     # per-row files: latencies match the counted inferences' order of magnitude, telemetry saved
     ok_row = by[("fp32", "2")]
     row_dir = next((run_dir / "rows").glob(f"*-{ok_row['config_hash']}"))
-    with gzip.open(row_dir / "latencies.csv.gz", "rt") as fh:
-        lat = list(csv.DictReader(fh))
-    assert {r["instance"] for r in lat} == {"0", "1"}
-    assert len(lat) >= int(ok_row["inferences"])
-    assert all(int(r["end_ns"]) > int(r["start_ns"]) for r in lat[:100])
+    with np.load(row_dir / "latencies.npz", allow_pickle=False) as lat:
+        assert set(lat["instance"].tolist()) == {0, 1}
+        assert len(lat["start_ns"]) == len(lat["end_ns"]) >= int(ok_row["inferences"])
+        assert (lat["end_ns"] > lat["start_ns"]).all()
+        assert lat["placements"].tolist() == ["cpu", "cpu"]
     assert (row_dir / "telemetry_host.csv").exists()
     system = json.loads((run_dir / "system.json").read_text())
     assert system["python"]["version"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
