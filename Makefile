@@ -8,10 +8,10 @@ BIN    := $(VENV)/bin
 # site-packages, so JetPack's TensorRT (python3-libnvinfer) and jtop are importable, and it gets no
 # torch/x86 CUDA wheels (export ONNX on a host, or install NVIDIA's JetPack torch wheel system-wide).
 ifneq ($(wildcard /etc/nv_tegra_release),)
-EXTRAS     ?= ort,trt,progress,dev
+EXTRAS     ?= ort,trt,progress,search,dev
 VENV_FLAGS ?= --system-site-packages
 else
-EXTRAS     ?= export,ort,progress,dev
+EXTRAS     ?= export,ort,progress,search,dev
 VENV_FLAGS ?=
 endif
 

@@ -24,6 +24,7 @@ from edgebench.commands.console import progress_line, slo_table, start_line, sum
 from edgebench.commands.doctor import report as doctor_report
 from edgebench.commands.options import (
     EXIT_DISK_FULL,
+    EXIT_INTERRUPTED,
     EXIT_NOTHING_MEASURED,
     EXIT_PARTIAL,
     OneLineParser,
@@ -76,13 +77,15 @@ from edgebench.results.runlock import RunLock
 from edgebench.results.runs import load_run
 from edgebench.results.store import ResultsStore, judged_by_retired_rule
 from edgebench.runner.workdirs import remove_stale_workdirs
+from edgebench.search.driver import run_search, search_text
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
                     "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing",
                     "arrival", "slo_repeats", "weights", "dataset",
-                    "labels", "accuracy_samples", "calibration_samples", "value")
+                    "labels", "accuracy_samples", "calibration_samples", "value", "search", "budget_rows",
+                    "search_seed", "objective", "power_cap_w", "max_accuracy_drop", "slo_percentile")
 # --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
 RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "
                      "again, judged per metric (a percentile too few inferences back is empty, the row valid)")
@@ -157,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:  # whatever ended the command (a cleanup error can replace a Ctrl-C's KeyboardInterrupt)
+        _forget_interrupt_inside_exec()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -167,7 +177,15 @@ def main(argv: list[str] | None = None) -> int:
         handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote, "best": cmd_best}[args.command]
-        return handler(args)
+        code = handler(args)  # `remote` answers its own Ctrl-C with EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        run_dir = getattr(args, "run_dir", None)
+        if run_dir is None:
+            print("edgebench: interrupted before a run folder was created", file=sys.stderr)
+        else:
+            print(f"edgebench: interrupted; rows written so far are kept in {run_dir} "
+                  f"(resume with: edgebench bench --resume {run_dir})", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     except NothingToMeasure as exc:
         print(f"edgebench: {exc}", file=sys.stderr)
         return EXIT_NOTHING_MEASURED
@@ -180,14 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `edgebench bench --dry-run | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        run_dir = getattr(args, "run_dir", None)
-        if run_dir is None:
-            print("edgebench: interrupted before a run folder was created", file=sys.stderr)
-        else:
-            print(f"edgebench: interrupted; rows written so far are kept in {run_dir} "
-                  f"(resume with: edgebench bench --resume {run_dir})", file=sys.stderr)
-        return 130
+    return code
+
+
+def _forget_interrupt_inside_exec() -> None:
+    """Exit with main's status after a handled Ctrl-C (130), not death by SIGINT. CPython marks a KeyboardInterrupt
+    that leaves code run by exec/eval of a string as unhandled and, under `python -m`, kills itself with SIGINT at
+    exit even though main caught it; such code runs during any lazy import (dataclasses build their methods that
+    way), so a Ctrl-C landing in one made `bench` end with -2 instead of 130. Evaluating a string that completes
+    clears that mark (the interpreter resets it before every such evaluation)."""
+    exec("pass")
 
 
 def _cache(args: argparse.Namespace) -> Any:
@@ -195,15 +215,11 @@ def _cache(args: argparse.Namespace) -> Any:
 
 
 def _start_run_dir(profile: Any, out: str, run_id: str, args: argparse.Namespace) -> tuple[Path, Any]:
-    import yaml
-
-
     run_dir = create_run_dir(out, run_id)  # unique even for two sweeps started in the same second
     args.run_lock = RunLock(run_dir).acquire()  # released by _sweep when the sweep ends, however it ends
     args.run_dir = run_dir
-    resolved = {k: v for k, v in profile.to_dict().items() if k != "source"}  # a loadable profile file
+    _save_profile(profile, run_dir)
     try:
-        write_bytes_atomic(run_dir / "profile.yaml", yaml.safe_dump(resolved, sort_keys=False).encode())
         write_json_atomic(run_dir / "system.json",
                           collect_system_info({"profile": profile.name, "run_id": run_dir.name}))
     except OSError as exc:
@@ -248,13 +264,19 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
               f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
     t0 = time.monotonic()
     sweep_estimate = None
-    if profile.run.slo_ms is None:  # an SLO search measures as many probes as it needs: no estimate
+    searching = profile.search.goal is not None
+    if profile.run.slo_ms is None and not searching:  # a search measures as many rows as it needs: no estimate
         sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
         print(fitted(f"edgebench: {describe_estimate(sweep_estimate)}"), flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
     searches = []
-    if profile.run.slo_ms is not None:  # adaptive: probes with more or fewer streams, one row each
+    outcome = None
+    if searching:  # adaptive: the rows most likely to change the answer, until it is settled or the budget is spent
+        outcome = run_search(planned, profile, run_dir, store, models, on_row=progress_line, on_start=start_line,
+                             on_step=lambda text: print(fitted(f"edgebench: {text}"), flush=True),
+                             idle_power_w=idle_w)
+    elif profile.run.slo_ms is not None:  # adaptive: probes with more or fewer streams, one row each
 
         searches = run_slo_searches(planned, profile, Env.detect(), run_dir, store, models, on_row=progress_line,
                                     on_start=start_line, idle_power_w=idle_w)
@@ -275,7 +297,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     if sweep_estimate is not None and sweep_estimate.rows:
         print(f"wall time {duration_text(time.monotonic() - t0)} ({estimate_range(sweep_estimate)} estimated at the "
               "start)")
-    if (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
+    if outcome is not None:
+        print(search_text(outcome, run_dir))
+    elif (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
         print(answer)
     status = _exit_status(counts, getattr(args, "strict", False))
     if status == EXIT_PARTIAL:
@@ -295,7 +319,10 @@ def resumed_threads(run_dir: Path) -> dict[int, int]:
 
 
 def _resume(args: argparse.Namespace, env: Any) -> int:
-    given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS if getattr(args, name, None) is not None]
+    # --budget-rows is the one search option a resume takes: more rows for a search its budget stopped (the plan,
+    # and so every row's hash, stays as saved)
+    given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS
+             if name != "budget_rows" and getattr(args, name, None) is not None]
     if given:
         raise EdgebenchError(
             f"--resume continues the plan saved in {Path(args.resume) / 'profile.yaml'}; {', '.join(given)} "
@@ -306,6 +333,9 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
     if not saved.exists():
         raise EdgebenchError(f"{run_dir}: not a run folder (no profile.yaml)")
     profile = load_profile(str(saved))
+    new_budget = getattr(args, "budget_rows", None)
+    if new_budget is not None:
+        profile = _with_search_budget(profile, new_budget, run_dir)
     planned = planned_with_values(profile, env, resumed_threads=resumed_threads(run_dir))
     if args.dry_run:  # read only: no lock, no repair of results.csv, nothing measured
         done = ResultsStore(run_dir).done_hashes()
@@ -327,9 +357,36 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         args.run_lock.release()
         raise
     print(f"edgebench: resuming {run_dir}: {len(store.done_hashes())} rows already done", flush=True)
+    if new_budget is not None:  # the folder says what budget its search ran with: `best` and a later resume read it
+        _save_profile(profile, run_dir)
+        print(f"edgebench: search budget now {new_budget} row(s) in all", flush=True)
     if rejudged := store.resume_report.get("rejudged_moved", 0):
         print(f"edgebench: {rejudged} row(s) {RETIRED_RULE_NOTE} (their old lines are in attempts.csv)", flush=True)
     return _sweep(profile, planned, run_dir, store, args)
+
+
+def _with_search_budget(profile: Any, budget_rows: int, run_dir: Path) -> Any:
+    """The saved profile with its search's row budget raised to `budget_rows` (in all, the rows measured
+    included); refused for a grid sweep's folder and for a budget below the rows it already has."""
+    if profile.search.goal is None:
+        raise EdgebenchError(f"--budget-rows with --resume extends a search; {run_dir} holds a grid sweep (its "
+                             "profile.yaml has no search.goal)")
+    rows, _partial = read_cells(run_dir / "results.csv")
+    searched = sum(1 for r in rows if r.get("status") != "skipped")  # skipped rows are written before a search
+    if budget_rows < searched:
+        raise EdgebenchError(f"--budget-rows {budget_rows} is below the {searched} row(s) the search in {run_dir} "
+                             "already measured; the budget counts every row of the search")
+    return profile.with_section("search", {"budget_rows": "--budget-rows"}, budget_rows=budget_rows)
+
+
+def _save_profile(profile: Any, run_dir: Path) -> None:
+    import yaml
+
+    resolved = {k: v for k, v in profile.to_dict().items() if k != "source"}  # a loadable profile file
+    try:
+        write_bytes_atomic(run_dir / "profile.yaml", yaml.safe_dump(resolved, sort_keys=False).encode())
+    except OSError as exc:
+        raise EdgebenchError(f"{run_dir}: cannot write the run folder: {exc.strerror or exc}") from None
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -9,6 +9,10 @@ text as before) that also carries what the text means: `kind` (cpu, gpu, dla, un
 index or the DLA core; 0 for cpu). `Placement(p)` of a Placement is that Placement, not parsed again.
 
 It sits below every stage (errors-level): config carries it in RunConfig, backends, runner and telemetry read it.
+
+`compact_placement` is the one name people read for a row's placements (issue 28): the console's progress lines
+and tables, the `--dry-run` plan and the answer layer's configuration labels all say `2x cpu`, `31x cuda:0`,
+`cuda:0+dla0`; results.csv keeps the full `+`-joined cell.
 """
 
 from __future__ import annotations
@@ -75,3 +79,18 @@ class Placement(str):
 def placements_of(texts: Any) -> tuple[Placement, ...]:
     """A tuple of Placements from texts (or Placements, kept as they are)."""
     return tuple(Placement(t) for t in texts)
+
+
+def compact_placement(placement: str) -> str:
+    """The human-facing name of a row's placements: 'cuda:0+cuda:0+...' (31 of them) -> '31x cuda:0'; runs of one
+    device are counted, different devices stay joined with '+' in their order: 'cuda:0+cuda:0+dla0' ->
+    '2x cuda:0+dla0', 'cuda:0+dla0' unchanged. Only text for people: results.csv keeps the full cell."""
+    if not placement:
+        return placement
+    runs: list[list[Any]] = []
+    for device in placement.split("+"):
+        if runs and runs[-1][0] == device:
+            runs[-1][1] += 1
+        else:
+            runs.append([device, 1])
+    return "+".join(f"{n}x {device}" if n > 1 else device for device, n in runs)

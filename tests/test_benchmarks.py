@@ -22,6 +22,9 @@ INTERNAL_USERS = {
     # prepares the labelled data and weights the GPU accuracy run then feeds to the CLI (gpu_accuracy.sh): it must
     # read and preprocess the images exactly as edgebench does to train on the same tensors
     "gpu_accuracy_train.py",
+    # replays the adaptive search's decisions (edgebench.search.decide, what `bench --search` runs) over full grids
+    # measured through the CLI: it evaluates the algorithm on recorded rows, it measures nothing itself
+    "search_eval.py",
 }
 
 

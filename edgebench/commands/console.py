@@ -1,8 +1,8 @@
 """Terminal output: progress lines while a sweep runs, a summary table at the end.
 
 Uses rich when it is installed, plain text otherwise (so a bare install still reports). Placements print
-compactly everywhere on the console (`2x cpu`, `31x cuda:0`, `cuda:0+dla0`); results.csv keeps the full placement
-cell. The table fits the terminal (commands/table_fit.py): no word is ever split across lines.
+compactly everywhere on the console (`2x cpu`, `31x cuda:0`, `cuda:0+dla0`: placement.compact_placement, the one
+naming the dry-run plan and `edgebench best` use too); results.csv keeps the full placement cell. The table fits the terminal (commands/table_fit.py): no word is ever split across lines.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from edgebench.commands.table_fit import DROP_BEFORE_WRAP, TextColumn, render, terminal_width
+from edgebench.placement import compact_placement
 from edgebench.results.reader import typed_row
 
 # (column, header, priority): priority 0 is never dropped; to fit a narrow terminal the highest goes first (a column
@@ -24,20 +25,6 @@ SUMMARY_COLUMNS = [
     ("status", "status", 0),
 ]
 EMPTY_EVERYWHERE = DROP_BEFORE_WRAP  # the priority of a column with no value in any row: dropped first
-
-
-def compact_placement(placement: str) -> str:
-    """'cuda:0+cuda:0+...' (31 of them) -> '31x cuda:0'; runs of one device are counted, different devices
-    stay joined with '+' in their order: 'cuda:0+cuda:0+dla0' -> '2x cuda:0+dla0', 'cuda:0+dla0' unchanged."""
-    if not placement:
-        return placement
-    runs: list[list[Any]] = []
-    for device in placement.split("+"):
-        if runs and runs[-1][0] == device:
-            runs[-1][1] += 1
-        else:
-            runs.append([device, 1])
-    return "+".join(f"{n}x {device}" if n > 1 else device for device, n in runs)
 
 
 def show(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgebench.commands.best import OBJECTIVE_CHOICES, add_limit_arguments
+from edgebench.commands.best import OBJECTIVE_CHOICES, PERCENTILE_CHOICES, add_limit_arguments
 from edgebench.config.profile import Profile
 from edgebench.config.sections import ARRIVALS, GPU_SHARING
 from edgebench.errors import EdgebenchError
@@ -24,11 +24,15 @@ FLAGS = {
             "max_streams": "--max-streams", "arrival": "--arrival", "slo_repeats": "--slo-repeats", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
     "accuracy": {"weights": "--weights", "dataset": "--dataset", "labels": "--labels"},
     "calibration": {"samples": "--calibration-samples"},
+    "search": {"goal": "--search", "objective": "--objective", "slo_ms": "--slo-ms", "slo_percentile": "--slo-percentile",
+               "power_cap_w": "--power-cap-w", "max_accuracy_drop_pct": "--max-accuracy-drop",
+               "budget_rows": "--budget-rows", "seed": "--search-seed"},
 }
 
 # exit status of bench/run with --strict when some rows failed or are invalid (documented in docs/commands.md)
 EXIT_PARTIAL = 3
 EXIT_DISK_FULL = 75  # sysexits EX_TEMPFAIL: stopped by a full disk; free space, then --resume the run folder
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), rows so far kept
 EXIT_NOTHING_MEASURED = 4  # every configuration of the plan was skipped (the plan's reasons say why): no run folder
 
 
@@ -124,6 +128,16 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--objective", choices=OBJECTIVE_CHOICES,
                    help="print the best configuration by this objective under the limits below (and --slo-ms)")
     add_limit_arguments(g, slo_help=None)
+    g.add_argument("--slo-percentile", choices=PERCENTILE_CHOICES,
+                   help="the latency percentile --slo-ms (without --rate) and the latency objective read (default p99)")
+    s = b.add_argument_group("adaptive search: the answer from a fraction of the grid (docs/search.md)")
+    s.add_argument("--search", choices=("best", "pareto"),
+                   help="measure a spread seed set, model the grid, measure next what most likely changes the answer "
+                        "(best under the limits above, with --slo-ms as a latency limit; or the Pareto front), stop when "
+                        "it is settled; predictions go to predictions.csv, never to results.csv")
+    s.add_argument("--budget-rows", type=positive_int, metavar="N",
+                   help="with --search: measure at most N rows (default: every measurable row of the plan)")
+    s.add_argument("--search-seed", type=int, metavar="N", help="with --search: picks the first seed configuration")
 
 
 SHARING_MODES = GPU_SHARING
@@ -189,7 +203,8 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
 
 def load_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
     """The profile with the load options (--rate, --slo-ms, --max-streams, --gpu-sharing) applied."""
-    return profile.with_overrides("run", FLAGS["run"], rate_hz=args.rate, slo_ms=args.slo_ms,
+    slo_ms = None if searching(args, profile) else args.slo_ms  # a search (no --rate): the search's latency limit
+    return profile.with_overrides("run", FLAGS["run"], rate_hz=args.rate, slo_ms=slo_ms,
                                   max_streams=args.max_streams, gpu_sharing=args.gpu_sharing,
                                   arrival=getattr(args, "arrival", None), slo_repeats=getattr(args, "slo_repeats", None))
 
@@ -244,4 +259,30 @@ def apply_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
     )
     profile = window_overrides(profile, args)
     profile = profile.with_overrides("run", FLAGS["run"], repeats=args.repeats)
-    return apply_accuracy(load_overrides(profile, args), args)
+    return search_overrides(apply_accuracy(load_overrides(profile, args), args), args)
+
+
+def searching(args: argparse.Namespace, profile: Profile | None = None) -> bool:
+    """A search (--search, or search.goal in the profile, for bench: it has the search flags) without --rate:
+    --slo-ms is the search's latency limit, not the streams search's SLO."""
+    goal = getattr(args, "search", None) or (profile.search.goal if profile is not None and hasattr(args, "search")
+                                             else None)
+    return goal is not None and getattr(args, "rate", None) is None
+
+
+def search_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
+    """The profile with --search and its limits and budget (search section), also for a search the profile sets
+    (search.goal): its limits come from the same flags; --budget-rows / --search-seed without a search (given or
+    in the profile) is an error."""
+    if getattr(args, "search", None) is None and profile.search.goal is None:
+        for flag in ("budget_rows", "search_seed"):
+            if getattr(args, flag, None) is not None:
+                raise EdgebenchError(f"--{flag.replace('_', '-')} needs --search best|pareto (or search.goal in the "
+                                     "profile)")
+        return profile  # --objective and the limits are the answer bench prints at its end (bench_answer)
+    return profile.with_overrides(
+        "search", FLAGS["search"], goal=getattr(args, "search", None), objective=getattr(args, "objective", None),
+        slo_ms=getattr(args, "slo_ms", None) if searching(args, profile) else None,
+        slo_percentile=getattr(args, "slo_percentile", None), power_cap_w=getattr(args, "power_cap_w", None),
+        max_accuracy_drop_pct=getattr(args, "max_accuracy_drop", None),
+        budget_rows=getattr(args, "budget_rows", None), seed=getattr(args, "search_seed", None))

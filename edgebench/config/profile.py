@@ -26,6 +26,7 @@ from edgebench.config.sections import (
     PowerSection,
     ProfileFile,
     RunSection,
+    SearchSection,
     SweepSection,
     TelemetrySection,
 )
@@ -108,6 +109,7 @@ class Profile:
     power: PowerSection = field(default_factory=PowerSection)
     accuracy: AccuracySection = field(default_factory=AccuracySection)
     cooldown: CooldownSection = field(default_factory=CooldownSection)
+    search: SearchSection = field(default_factory=SearchSection)
     origins: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -279,6 +281,13 @@ def _semantic_problems(prof: Profile) -> list[ConfigError]:
                                    f"{run.max_duration_s} is shorter than run.duration_s {run.duration_s}"))
     if run.slo_ms is not None and run.rate_hz is None:
         problems.append(prof.error("run.slo_ms", "needs run.rate_hz (the arrival rate of each stream)"))
+    if prof.search.goal is not None and run.slo_ms is not None:
+        problems.append(prof.error("search.goal", "one adaptive search at a time: run.slo_ms already searches the most "
+                                                  "streams under an SLO (a latency limit of this search is search.slo_ms)"))
+    if prof.search.goal != "best" and any(v is not None for v in (prof.search.slo_ms, prof.search.power_cap_w,
+                                                                    prof.search.max_accuracy_drop_pct)):
+        problems.append(prof.error("search.goal", "limits (search.slo_ms, power_cap_w, max_accuracy_drop_pct) apply to "
+                                                  "goal best"))
     for model, text in (sweep.shapes or {}).items():
         field = f"sweep.shapes.{model}"
         if not isinstance(text, str):

@@ -138,6 +138,11 @@ class RunConfig:
                 f"{opts}{pm}{load}{rep}")
 
     @property
+    def options_cell(self) -> str:
+        """The backend options as results.csv's options column holds them: 'k=v;k=v' (sorted), '' for none."""
+        return ";".join(f"{k}={v}" for k, v in self.options)
+
+    @property
     def scenario(self) -> str:
         """closed-loop (each instance issues its next inference when the last is done), fixed-rate (each
         instance is an open-loop stream), or slo-search (a fixed-rate probe of a search under slo_ms)."""

@@ -204,6 +204,30 @@ class AccuracySection(Section):
                                                   "(torchvision:IMAGENET1K_V2 or a state_dict file)")
 
 
+class SearchSection(Section):
+    goal: Literal["best", "pareto"] | None = Field(
+        default=None, description="adaptive search (bench --search): measure a spread seed set, model the grid, measure "
+                                  "next what most likely changes the answer, stop when it is settled; null = the full grid")
+    objective: Literal["throughput", "energy", "latency"] = Field(
+        default="throughput", description="goal best: highest throughput, lowest energy per inference or lowest latency")
+    slo_ms: float | None = Field(default=None, ge=0.001, allow_inf_nan=False,
+                                 description="goal best: latency limit (slo_percentile, per batch) on every repeat")
+    slo_percentile: Literal["p99", "p95", "p90", "p50"] = Field(
+        default="p99", description="the latency percentile slo_ms and the latency objective read")
+    power_cap_w: float | None = Field(default=None, ge=0.0, allow_inf_nan=False,
+                                      description="goal best: power_w_mean limit on every repeat")
+    max_accuracy_drop_pct: float | None = Field(default=None, ge=0.0, allow_inf_nan=False,
+                                                description="goal best: accuracy drop vs FP32 limit, percentage points")
+    budget_rows: int | None = Field(default=None, ge=1,
+                                    description="measure at most this many rows (null: the plan's measurable rows)")
+    seed: int = Field(default=0, description="picks the first seed configuration (the rest are spread from it)")
+    surrogate: Literal["gp", "loglinear"] = Field(
+        default="gp", description="the model of each metric over the grid (docs/results/search: why gp)")
+    explore_min_prob: float = Field(default=0.05, gt=0.0, lt=1.0, allow_inf_nan=False,
+                                    description="explore while some configuration changes the answer with at least this "
+                                                "probability")
+
+
 class ProfileFile(Section):
     """What a profile file may hold (after `extends:` is merged): top-level scalars and one model per section."""
 
@@ -217,12 +241,13 @@ class ProfileFile(Section):
     power: PowerSection = PowerSection()
     accuracy: AccuracySection = AccuracySection()
     cooldown: CooldownSection = CooldownSection()
+    search: SearchSection = SearchSection()
 
 
 # the section fields of ProfileFile and their models, in order (written out: importable without pydantic; a test
 # compares them with ProfileFile)
 SECTION_MODELS: dict[str, type[Section]] = {
     "sweep": SweepSection, "run": RunSection, "telemetry": TelemetrySection, "calibration": CalibrationSection,
-    "power": PowerSection, "accuracy": AccuracySection, "cooldown": CooldownSection,
+    "power": PowerSection, "accuracy": AccuracySection, "cooldown": CooldownSection, "search": SearchSection,
 }
 SECTIONS: tuple[str, ...] = tuple(SECTION_MODELS)

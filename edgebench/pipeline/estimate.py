@@ -82,10 +82,6 @@ class SweepEstimate:
         return max(0.0, left[0].total_s - elapsed_in_row_s) + sum(r.total_s for r in left[1:])
 
 
-def _options_cell(cfg: RunConfig) -> str:
-    return ";".join(f"{k}={v}" for k, v in cfg.options)  # as the setup step writes the options column
-
-
 def _keys(model: Any, backend: Any, precision: Any, batch: Any, instances: Any, options: Any,
           threads: Any, placement: Any) -> list[tuple]:
     """Lookup keys, closest first: everything, then without threads/placement, then without options."""
@@ -131,7 +127,7 @@ class SpeedBook:
                 self.all_setup.append(float(r["setup_s"]))
 
     def rate(self, cfg: RunConfig) -> tuple[float | None, str]:
-        for key in _keys(cfg.model, cfg.backend, cfg.precision, cfg.batch, cfg.instances, _options_cell(cfg),
+        for key in _keys(cfg.model, cfg.backend, cfg.precision, cfg.batch, cfg.instances, cfg.options_cell,
                          cfg.threads_per_instance, cfg.placement):
             if key in self.speed:
                 return self.speed[key]

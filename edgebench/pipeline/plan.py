@@ -13,7 +13,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import EdgebenchError
 from edgebench.models.spec import list_models, load_model_spec
-from edgebench.placement import Placement, placements_of
+from edgebench.placement import Placement, compact_placement, placements_of
 from edgebench.runner.mps import mps_missing_reason
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -145,14 +145,16 @@ def gpu_sharing_skip_reason(cfg: RunConfig) -> str | None:
 
 
 def describe(planned: list[PlannedRun]) -> str:
-    """The --dry-run text: one line per config, with the reason for every skipped one."""
+    """The --dry-run text: one line per config, with the reason for every skipped one. Placements are named as
+    the console names them (`2x cpu`, `cuda:0+dla0`: placement.compact_placement), which also says how many
+    instances run."""
     lines = []
     n_run = sum(1 for p in planned if p.skip_reason is None)
     lines.append(f"{len(planned)} configurations: {n_run} to run, {len(planned) - n_run} skipped")
     for i, p in enumerate(planned):
         c = p.cfg
         head = (f"{i:3d}  {c.model:<20} {c.backend:<5} {c.precision:<5} b{c.batch:<3} "
-                f"x{c.instances} {c.placement:<16} {c.mode:<8} threads={c.threads_per_instance}")
+                f"{compact_placement(c.placement):<12} {c.mode:<8} threads={c.threads_per_instance}")
         extra = "".join(f" {k}={v}" for k, v in c.options) + (f" r{c.repeat}" if c.repeat else "")
         extra += f" power_mode={c.power_mode}" if c.power_mode is not None else ""
         extra += f" rate={c.rate_hz:g}/s arrival={c.arrival}" if c.rate_hz is not None else ""

@@ -179,6 +179,30 @@ def _verdict(best: Ranked, runner: Ranked | None, column: str, higher: bool) -> 
                           "(interval width ~ 1/sqrt(n))", prob, more)
 
 
+def search_note(run: Run) -> str | None:
+    """For a run folder an adaptive search wrote (bench --search: search.csv, predictions.csv): how many of its
+    plan's configurations it measured; the others are predictions, never ranked."""
+    path = Path(run.path)
+    predictions = path / "predictions.csv"
+    if not path.is_dir() or not (path / "search.csv").is_file() or not predictions.is_file():
+        return None
+    import csv
+
+    with predictions.open(newline="") as fh:
+        states = [r.get("state", "") for r in csv.DictReader(fh)]
+    measured = sum(1 for s in states if s != "predicted")
+    return (f"{path.name} is an adaptive search (bench --search): {measured} of its plan's {len(states)} "
+            "configurations measured; only those are ranked (the others' predictions are in predictions.csv)")
+
+
+def tied_with_best(feasible: list[Ranked], column: str, higher: bool) -> list[Ranked]:
+    """The configurations (after the best) the measurements cannot separate from the best: the verdict of best
+    against each is not resolved (intervals overlap and P(best better) < LEVEL_PROB, or no interval to tell)."""
+    if not feasible:
+        return []
+    return [r for r in feasible[1:] if not _verdict(feasible[0], r, column, higher).resolved]
+
+
 def rank(cands: list[Candidate], column: str, higher: bool, limits: Limits
          ) -> tuple[list[Ranked], list[tuple[Candidate, str]]]:
     """(configurations meeting every limit, best first; the others with the first limit they miss)."""
@@ -210,6 +234,7 @@ def answer_from_runs(runs: list[Run], objective: str = "throughput", limits: Lim
     column, higher, unit, words = objective_column(objective, limits)
     answer = Answer(objective, column, higher, unit, words, limits, runs)
     answer.notes += [n for r in runs for n in r.notes if "set aside" in n]
+    answer.notes += [n for r in runs if (n := search_note(r)) is not None]
     needed = tuple(dict.fromkeys([column, *[c for c, _ in limits.columns()]]))
     groups, answer.splits = setups(runs)
     for setup in groups:

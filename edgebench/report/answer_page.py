@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.answer import answer_from_runs
+from edgebench.report.answer import answer_from_runs, search_note
 from edgebench.report.paper_figures import PaperFigure
 from edgebench.report.paper_style import WIDTHS
-from edgebench.report.pareto import ParetoFront, draw_front, pareto_table
+from edgebench.report.pareto import ParetoFront, draw_front, front_title, pareto_table
 from edgebench.report.table_format import Table, fmt_num
 from edgebench.results.runs import Run
 
@@ -41,6 +41,7 @@ def answer_table(runs: list[Run]) -> tuple[list[str], list[list[str]], list[str]
         if ans.left_out.total():
             notes.append(f"{ans.column}: {ans.left_out.total()} row(s) not ranked: " + "; ".join(ans.left_out.lines()))
         notes += [f"not ranked together: {s}" for s in ans.splits if f"not ranked together: {s}" not in notes]
+    notes += [n for r in runs if (n := search_note(r)) is not None]  # a search measured only part of its plan
     return head, rows, notes
 
 
@@ -53,8 +54,8 @@ def table_block(table: Table) -> tuple:
 def draw_fronts(fronts: list[ParetoFront], out_dir: Path, formats: tuple[str, ...]) -> list[PaperFigure]:
     figures = []
     for front in fronts:
-        if len(front.points) < 2:
-            continue  # one configuration: no trade-off to draw
+        if len(front.points) < 2 or not front.objectives:
+            continue  # one configuration, or throughput alone: no trade-off to draw
         fig = PaperFigure(front.slug(), "")
         for width in WIDTHS:
             files, caption = draw_front(front, out_dir, formats, width)
@@ -79,11 +80,11 @@ def answer_blocks(runs: list[Run], fronts: list[ParetoFront], front_figures: lis
         b.append(("p", ["No ok row has a throughput: nothing to rank."]))
     if notes:
         b.append(("ul", [[n] for n in notes]))
-    b.append(("h2", "Pareto front: throughput vs energy per inference vs latency"))
+    b.append(("h2", front_title(fronts)))
     members = [f for f in fronts if f.members()]
     if not members:
-        b.append(("p", ["No front: no ok configuration has both throughput and energy per inference "
-                        "(energy needs a power sampler: see energy_source)."]))
+        whys = sorted({n for f in fronts for n in f.notes if "not a front" in n})
+        b.append(("p", ["No front: " + ("; ".join(whys) if whys else "no ok configuration has a throughput") + "."]))
         return b
     b.append(table_block(pareto_table(fronts)))
     for fig in front_figures:

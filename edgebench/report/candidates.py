@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import EdgebenchError
+from edgebench.placement import compact_placement
 from edgebench.report.comparability import UNKNOWN, run_facts
 from edgebench.report.intervals import Interval, median_ci
 from edgebench.report.table_format import precision_rank
@@ -54,10 +55,13 @@ class Candidate:
         return str(self.identity.get("model") or "")
 
     def label(self) -> str:
-        """'torch fp16 b64 x1 cuda:0' and whatever else is set: options, power mode, load, sharing."""
+        """'torch fp16 b64 cuda:0', 'ort fp32 b1 2x cpu' and whatever else is set: options, power mode, load,
+        sharing. The placement is named as the console names it (placement.compact_placement), which also counts
+        the instances; a row with no placement recorded (an older results.csv) says `xN` instead."""
         ident = self.identity
+        placement = str(ident.get("placement") or "")
         parts = [str(ident.get("backend") or ""), str(ident.get("precision") or ""), f"b{ident.get('batch')}",
-                 f"x{ident.get('instances')}", str(ident.get("placement") or "")]
+                 compact_placement(placement) if placement else f"x{ident.get('instances')}"]
         if ident.get("mode") and ident.get("mode") != "process":
             parts.append(str(ident["mode"]))
         if ident.get("options"):
@@ -191,12 +195,13 @@ def _short_reason(text: str) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
 
 
-def empty_reason(row: dict[str, Any], column: str) -> str:
-    """Why `column` is empty in this row, from its empty_reasons cell, else 'not recorded'."""
+def empty_reason(row: dict[str, Any], column: str, keep_numbers: bool = False) -> str:
+    """Why `column` is empty in this row, from its empty_reasons cell, else 'not recorded'. The cell's reason is cut
+    to its first clause with numbers as N (so equal causes count together), or, with `keep_numbers`, given whole."""
     for part in str(row.get("empty_reasons") or "").split("; "):
         names, _, why = part.partition(": ")
         if column in [n.strip() for n in names.split(",")]:
-            return _short_reason(why)
+            return why.strip() if keep_numbers and why else _short_reason(why)
     if column.startswith("latency_ms_p") and isinstance(row.get("inferences"), int):
         floor = PERCENTILE_FLOORS.get(column.removeprefix("latency_ms_"))
         if floor is not None and row["inferences"] < floor:

@@ -67,7 +67,7 @@ def build_report(run_dirs: Sequence[Path | str], out_dir: Path | str, max_timeli
     (out / "tables").mkdir(parents=True, exist_ok=True)
     report = Report(out, runs, all_tables(runs), all_figures(runs, max_timelines))
     report.fronts = pareto_fronts(runs)
-    if any(f.members() for f in report.fronts):  # only runs with energy have a front
+    if any(f.members() for f in report.fronts):  # none: no ok row, or throughput alone (no energy, no latency)
         report.tables.append(pareto_table(report.fronts))
     report.dictionary = write_dictionary(out)
     unique = slug(*[r.run_id for r in runs])[:60]  # LaTeX labels unique per run: two reports in one paper

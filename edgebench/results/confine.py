@@ -16,7 +16,7 @@ from edgebench.errors import EdgebenchError
 
 # what edgebench itself writes at the top of a run folder (docs/run-folder.md)
 RUN_ENTRIES = ("results.csv", "attempts.csv", "results.partial.txt", "columns.json", "profile.yaml", "system.json",
-               "rows", ".edgebench.lock")
+               "rows", ".edgebench.lock", "predictions.csv", "search.csv")
 
 
 def link_problem(run_dir: Path, path: Path) -> str | None:

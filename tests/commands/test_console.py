@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from edgebench.commands.console import compact_placement, slo_table, summary_table
+from edgebench.commands.console import slo_table, summary_table
+from edgebench.placement import compact_placement
 
 
 def test_summary_table_formats_csv_text_and_marks_missing(capsys):

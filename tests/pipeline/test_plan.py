@@ -25,6 +25,17 @@ def test_host_profile_expands_with_fp16_skipped_with_reason():
     assert text.count("SKIP:") == len(fp16)
 
 
+def test_dry_run_names_placements_as_the_console_does():
+    """issue 28's one naming: `2x cpu` (not the csv cell `cpu+cpu`), mixes joined as the console joins them."""
+    prof = load_profile("host").with_overrides(
+        "sweep", models=["resnet18"], precisions=["fp32"], batches=[1],
+        placements=[["cpu"], ["cpu", "cpu"], ["cuda:0", "cuda:0", "dla0"]])
+    lines = describe(expand(prof, CPU_ENV)).splitlines()[1:]
+    assert [line.split()[5] for line in lines] == ["cpu", "2x", "2x"]
+    assert " 2x cpu " in lines[1] and " 2x cuda:0+dla0 " in lines[2]
+    assert "cpu+cpu" not in "\n".join(lines)
+
+
 def test_impossible_placements_and_missing_runtime_are_skipped_not_crashed():
     prof = load_profile("host")
     prof = prof.with_overrides("sweep", placements=[["cpu"], ["dla0"], ["cuda:0", "cuda:0"]], precisions=["fp32"])

@@ -77,7 +77,7 @@ def test_make_setup_passes_good_extras_to_pip_as_one_argument(checkout):
     (checkout / "log").unlink()
     proc = make(checkout, "setup")  # the Makefile's own default
     assert proc.returncode == 0, proc.stderr
-    assert "[.[export,ort,progress,dev]]" in logged(checkout) or "[.[ort,trt,progress,dev]]" in logged(checkout)
+    assert "[.[export,ort,progress,search,dev]]" in logged(checkout) or "[.[ort,trt,progress,search,dev]]" in logged(checkout)
 
 
 def test_make_remote_and_bench_take_host_device_and_args_as_words(checkout, tmp_path):

@@ -14,7 +14,7 @@ from repo_paths import REPO
 from test_report_tables import make_run, row
 
 from edgebench.report.answer import Limits, best_answer, to_text, with_accuracy_drop
-from edgebench.report.candidates import PERCENTILE_FLOORS, prob_better
+from edgebench.report.candidates import PERCENTILE_FLOORS, Candidate, prob_better
 from edgebench.runner.metrics import MIN_INFERENCES_FOR
 
 
@@ -22,6 +22,18 @@ def _rep(i: int, precision: str, batch: int, tput: float, repeat: int, **extra) 
     return row(i, precision, batch, tput, repeat=repeat, config_hash=f"{precision}{batch}r{repeat}",
                power_w_mean=extra.pop("power", 10.0), power_scope="cpu-package",
                accuracy_top1_agreement_pct=extra.pop("agree", 100.0), **extra)
+
+
+def test_configuration_labels_name_placements_as_the_console_does():
+    """issue 28's one naming: `2x cpu`, not the csv cell `cpu+cpu`; `xN` only where no placement was recorded."""
+    def label(instances: int, placement: str | None) -> str:
+        ident = {"backend": "ort", "precision": "fp32", "batch": 1, "instances": instances, "placement": placement}
+        return Candidate(ident, "s").label()
+
+    assert label(2, "cpu+cpu") == "ort fp32 b1 2x cpu"
+    assert label(1, "cpu") == "ort fp32 b1 cpu"
+    assert label(3, "cuda:0+cuda:0+dla0") == "ort fp32 b1 2x cuda:0+dla0"
+    assert label(2, None) == "ort fp32 b1 x2"  # an older results.csv without the placement column
 
 
 def test_apart_intervals_are_resolved_and_the_best_is_the_highest_median(tmp_path: Path):
@@ -144,8 +156,8 @@ def test_cli_best_on_a_results_csv_file(tmp_path: Path):
     out = subprocess.run([sys.executable, "-m", "edgebench", "best", str(run / "results.csv"), "--power-cap-w", "50"],
                          capture_output=True, text=True, env=cli_env(tmp_path / "cache"), cwd=REPO, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "best:      ort int8 b1 x1 cpu: 250" in out.stdout
-    assert "runner-up: ort fp32 b1 x1 cpu: 100" in out.stdout
+    assert "best:      ort int8 b1 cpu: 250" in out.stdout
+    assert "runner-up: ort fp32 b1 cpu: 100" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "edgebench", "best", str(tmp_path / "nope")], capture_output=True,
                          text=True, env=cli_env(tmp_path / "cache"), cwd=REPO, timeout=120)
     assert bad.returncode == 2 and "neither a run folder nor a results.csv" in bad.stderr
@@ -162,4 +174,19 @@ def test_bench_prints_the_answer_only_when_given_an_objective_or_a_limit(tmp_pat
     args = parse_bench_args(["--power-cap-w", "20", "--objective", "throughput"])
     assert isinstance(args, argparse.Namespace) and args.power_cap_w == 20.0
     text = bench_answer(run, args)
-    assert text is not None and "best:      ort fp32 b1 x1 cpu: 100" in text  # int8 draws 40 W > 20 W
+    assert text is not None and "best:      ort fp32 b1 cpu: 100" in text  # int8 draws 40 W > 20 W
+
+
+def test_a_search_run_folder_says_how_many_of_its_configurations_it_measured(tmp_path):
+    """`edgebench best` over an adaptive search's run folder (search.csv + predictions.csv beside results.csv) notes
+    that it is one and how many of its plan's configurations are measured; a grid run folder gets no such note."""
+    from edgebench.report.answer import search_note
+    from edgebench.results.runs import Run
+
+    run = Run(path=tmp_path, rows=[])
+    assert search_note(run) is None
+    (tmp_path / "search.csv").write_text("step,phase\n1,seed\n")
+    (tmp_path / "predictions.csv").write_text("model,configuration,state\nm,a,measured\nm,b,predicted\n"
+                                              "m,c,predicted\nm,d,invalid only\n")
+    note = search_note(run)
+    assert note is not None and "2 of its plan's 4 configurations measured" in note

@@ -7,10 +7,10 @@ timeline's shaded window against the row's window_s, and every figure/table file
 from __future__ import annotations
 
 import csv
-import gzip
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgebench.cli import main
@@ -148,7 +148,9 @@ def test_report_cli_writes_every_figure_and_table_and_links_them(powered_run, tm
     html = (out / "summary.html").read_text()
     figures = sorted((out / "figures").iterdir())
     tables = sorted((out / "tables").iterdir())
-    assert {p.name for p in tables} == {f"{t}.{e}" for t in ("results", "repeats", "speedup", "scaling") for e in ("csv", "md", "tex")}
+    # pareto too: no row has energy, so the front is over throughput and latency
+    assert {p.name for p in tables} == {f"{t}.{e}" for t in ("results", "repeats", "speedup", "scaling", "pareto")
+                                        for e in ("csv", "md", "tex")}
     pngs = [p for p in figures if p.suffix == ".png"]
     stems = sorted({p.stem.rsplit("_", 1)[0] for p in pngs})
     # 2 throughput-vs-batch, 2 latency, 4 scaling, 2 timelines (rows 1 and 3: power, capped at 2); no energy (null
@@ -188,18 +190,15 @@ def test_missing_telemetry_is_stated_not_a_crash(run_dir, tmp_path):
 
 
 def test_window_comes_from_latencies_not_the_measure_phase(run_dir):
-    """The shaded span must be [latest instance start, earliest instance end] of latencies.csv.gz."""
+    """The shaded span must be [latest instance start, earliest instance end] of latencies.npz."""
     from edgebench.report.timeline_plots import _overlap_window
 
     with open(run_dir / "results.csv", newline="") as fh:
         row = next(r for r in csv.DictReader(fh) if r["instances"] == "2")
-    starts: dict[str, list[int]] = {}
-    ends: dict[str, list[int]] = {}
-    with gzip.open(run_dir / row["artifact_dir"] / "latencies.csv.gz", "rt") as fh:
-        for rec in csv.DictReader(fh):
-            starts.setdefault(rec["instance"], []).append(int(rec["start_ns"]))
-            ends.setdefault(rec["instance"], []).append(int(rec["end_ns"]))
-    w0 = max(min(v) for v in starts.values())
-    w1 = min(max(v) for v in ends.values())
+    with np.load(run_dir / row["artifact_dir"] / "latencies.npz", allow_pickle=False) as lat:
+        instance, start, end = lat["instance"], lat["start_ns"], lat["end_ns"]
+    assert set(instance.tolist()) == {0, 1}
+    w0 = max(int(start[instance == i].min()) for i in (0, 1))
+    w1 = min(int(end[instance == i].max()) for i in (0, 1))
     assert _overlap_window(run_dir / row["artifact_dir"]) == (w0, w1)
     assert (w1 - w0) / 1e9 == pytest.approx(float(row["window_s"]), abs=1e-9)

@@ -250,7 +250,8 @@ def test_without_matplotlib_tables_are_written_and_the_summary_says_why_no_figur
     monkeypatch.setattr(summary, "matplotlib_missing", lambda: "matplotlib is not installed (simulated)")
     rep = summary.build_report([mix_run], tmp_path / "rep")
     assert not (tmp_path / "rep" / "figures").exists() and rep.figure_files() == []
-    assert all(p.stat().st_size > 0 for p in rep.table_files) and len(rep.table_files) == 12  # results, repeats, speedup, scaling
+    # results, repeats, speedup, scaling, and pareto (no energy in MIX: the front is over throughput and latency)
+    assert all(p.stat().st_size > 0 for p in rep.table_files) and len(rep.table_files) == 15
     assert "No figure drawn: matplotlib is not installed (simulated)" in rep.summary_md.read_text()
     # and the report modules do not import matplotlib until a figure is drawn
     code = "import sys, edgebench.report.summary, edgebench.report.compare; print('matplotlib' in sys.modules)"

@@ -83,7 +83,7 @@ def test_summary_html_renders_with_no_console_error_and_every_image_loaded(tmp_p
     # self-contained: images embedded, and the answer comes before anything else
     assert 'src="data:image/png;base64,' in text and 'src="figures/' not in text
     assert text.index("The answer: best configuration per model") < text.index("Runs</h2>")
-    assert "ort int8 b1 x1 cpu" in text.split("Runs</h2>")[0]  # int8 is the best by throughput and by energy
+    assert "ort int8 b1 cpu" in text.split("Runs</h2>")[0]  # int8 is the best by throughput and by energy
 
     seen = probe(page, tmp_path)
     assert seen["errors"] == []

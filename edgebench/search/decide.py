@@ -1,0 +1,351 @@
+"""One step of the search: the next row(s) to measure, or why to stop. Pure: points, measured rows and the goal in,
+a decision out (no file, no process), so the CLI driver and the replay evaluation (benchmarks/search_eval.py) run
+the same code.
+
+The order of a search:
+1. seeds: a few points spread over the space (maximin in the encoder's features; max(MIN_SEEDS, SEED_SHARE of the
+   model's points)), one row each;
+2. explore: fit a surrogate of every metric the answer reads on the usable rows, and measure (one row) the point
+   whose measurement is most likely to change the answer:
+   best under limits: P(meets every limit) x P(beats the current best beyond its 95% interval: a configuration
+   inside it would tie, not change the answer), from the predictive normals;
+   Pareto: P(its median, with its next row added to the rows it has, is dominated by no front member taken at
+   the far end of its 95% interval: inside the intervals it would tie with the front, not change it), by
+   sampling the predictive normals;
+   while the most likely one has P >= explore_min_prob;
+3. confirm: the answer's configurations (the best and the runner-up; the front's members) get every planned repeat,
+   so the final answer is measured with repeats (a repeat can move it: then exploring starts again);
+4. stop: the answer is settled (no unmeasured point likely to change it, its configurations measured with every
+   repeat; the verdict says whether the best is resolved or a tie), or the row budget is spent.
+A model whose usable rows (at least MIN_SEEDS, after its seeds) all lack a column its answer reads (a p99 the
+windows are too short for, an energy no sampler measured) is not explored further: no row can meet a limit or rank
+on a column it lacks, and more rows of the same windows would not fill it; the stop says which column and why.
+A point whose rows failed (or were skipped) is not measured again; one whose only rows are invalid stays a
+candidate (its next repeat may be valid).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgebench.report.candidates import empty_reason
+from edgebench.report.pareto import dominates
+from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer, rows_with_drop
+from edgebench.search.space import Encoder, SearchPoint, spread_seeds
+from edgebench.search.surrogate import Fitted, fit, inverse, transform
+
+MIN_SEEDS = 3
+SEED_SHARE = 0.10
+EXPLORE_MIN_PROB = 0.05
+PARETO_SAMPLES = 256
+Z95 = 1.959964
+
+
+@dataclass
+class Pick:
+    phase: str  # seed | explore | confirm
+    key: str
+    hashes: list[str]  # the planned rows to measure now, in repeat order
+    why: str
+    p_change: float | None = None
+
+
+@dataclass
+class Predicted:
+    """One point's predictions (natural units) and what the search made of it."""
+    key: str
+    model: str
+    label: str
+    state: str  # measured | predicted | failed | invalid only
+    rows_measured: int
+    rows_usable: int
+    metrics: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # column -> (mean, lo95, hi95)
+    p_feasible: float | None = None
+    p_change: float | None = None
+
+
+@dataclass
+class Decision:
+    pick: Pick | None
+    stop: str | None
+    answers: dict[str, ModelState]
+    predictions: list[Predicted]
+
+
+def _phi(z: float) -> float:
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def _rows_of(p: SearchPoint, rows: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [rows[h] for h in p.hashes if h in rows]
+
+
+def _exhausted(p: SearchPoint, mine: list[dict[str, Any]]) -> bool:
+    return len(mine) >= p.planned_rows or any(r.get("status") in ("failed", "skipped") for r in mine)
+
+
+def _next_rows(p: SearchPoint, rows: Mapping[str, dict[str, Any]], n: int) -> list[str]:
+    return [h for h in p.hashes if h not in rows][:max(n, 0)]
+
+
+def metrics_of(goal: Goal, state: ModelState | None) -> list[tuple[str, bool]]:
+    """(column, higher is better) of every metric the answer reads: the objective(s), then the limits."""
+    if goal.mode == "best":
+        out = [goal.objective_column()]
+        out += [(col, False) for col, _bound in goal.limits.columns() if col != out[0][0]]
+        return out
+    if state is not None and state.objectives:
+        return list(state.objectives)
+    return [("throughput_ips", True)]
+
+
+def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal, *, budget_left: int,
+           seed: int = 0, surrogate: str = "gp", explore_min_prob: float = EXPLORE_MIN_PROB,
+           point_of: Mapping[str, str] | None = None) -> Decision:
+    """The next pick or the reason to stop. `rows`: config hash -> measured row (any status) of the points'
+    planned rows; `budget_left`: rows the search may still measure."""
+    point_of = point_of or {h: p.key for p in points for h in p.hashes}
+    measured = rows_with_drop([r for r in rows.values()])
+    by_hash = {str(r.get("config_hash")): r for r in measured}
+    answers = current_answer(goal, measured, point_of)
+    predictions: list[Predicted] = []
+    best_pick: Pick | None = None
+    blocked: list[str] = []  # models that cannot be answered from more rows like theirs, with why
+    for model in sorted({p.model for p in points}):
+        mine = [p for p in points if p.model == model]
+        pick, preds, why = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate)
+        predictions += preds
+        if why is not None:
+            blocked.append(why)
+        if pick is not None and (best_pick is None or _priority(pick) > _priority(best_pick)):
+            best_pick = pick
+    if budget_left <= 0:
+        return Decision(None, "budget spent", answers, predictions)
+    # the budget keeps what the current answer still lacks of its planned repeats: a search cut by its budget
+    # ends on an answer measured with repeats, not on one more explored draw
+    if best_pick is not None and best_pick.phase != "confirm" and budget_left <= _confirm_need(points, by_hash,
+                                                                                              answers):
+        best_pick = _confirm(points, by_hash, answers) or best_pick
+    if best_pick is not None and best_pick.phase == "explore" and (best_pick.p_change or 0.0) < explore_min_prob:
+        confirm = _confirm(points, by_hash, answers)
+        if confirm is not None:
+            best_pick = confirm
+        else:
+            return Decision(None, _with(_settled_text(best_pick, explore_min_prob), blocked), answers, predictions)
+    if best_pick is None:
+        confirm = _confirm(points, by_hash, answers)
+        if confirm is None:
+            text = ("settled: every configuration is measured or exhausted, and the answer's have every planned "
+                    "repeat")
+            return Decision(None, "; ".join(blocked) if blocked else text, answers, predictions)
+        best_pick = confirm
+    best_pick.hashes = best_pick.hashes[:budget_left]
+    return Decision(best_pick, None, answers, predictions)
+
+
+def _with(text: str, blocked: list[str]) -> str:
+    return "; ".join([text, *blocked])
+
+
+def _priority(pick: Pick) -> tuple[int, float]:
+    return ({"seed": 2, "explore": 1, "confirm": 0}[pick.phase], pick.p_change or 0.0)
+
+
+def _settled_text(pick: Pick, threshold: float) -> str:
+    return (f"settled: no unmeasured configuration is likely to change the answer (the most likely, "
+            f"{pick.why.split(':')[0]}, P = {pick.p_change:.3f} < {threshold:g}), and the answer's configurations "
+            "have every planned repeat")
+
+
+def _unconfirmed(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
+                 answers: Mapping[str, ModelState]) -> list[tuple[SearchPoint, int]]:
+    """The answers' configurations that still lack planned repeats (model by model, in answer order), each with
+    how many of its rows are measured."""
+    by_key = {p.key: p for p in points}
+    out = []
+    for model in sorted(answers):
+        for key in answers[model].answer_keys:
+            p = by_key.get(key)
+            if p is not None and not _exhausted(p, mine := _rows_of(p, rows)):
+                out.append((p, len(mine)))
+    return out
+
+
+def _confirm_need(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
+                  answers: Mapping[str, ModelState]) -> int:
+    """Rows the answers' configurations still lack of their planned repeats."""
+    return sum(p.planned_rows - done for p, done in _unconfirmed(points, rows, answers))
+
+
+def _confirm(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
+             answers: Mapping[str, ModelState]) -> Pick | None:
+    """The first configuration of an answer that lacks planned repeats: all of them, now."""
+    pending = _unconfirmed(points, rows, answers)
+    if not pending:
+        return None
+    p, done = pending[0]
+    return Pick("confirm", p.key, _next_rows(p, rows, p.planned_rows),
+                f"{p.label}: in the answer, {done} of {p.planned_rows} planned repeats measured")
+
+
+def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal,
+                state: ModelState | None, seed: int, kind: str) -> tuple[Pick | None, list[Predicted], str | None]:
+    """(this model's pick, its predictions, why it cannot be answered from more rows like its own: None while it
+    can)."""
+    encoder = Encoder(points)
+    status = {p.key: _rows_of(p, rows) for p in points}
+    usable = {k: [r for r in v if r.get("status") == "ok"] for k, v in status.items()}
+    open_points = [p for p in points if not usable[p.key] and not _exhausted(p, status[p.key])]
+    n_seeds = max(MIN_SEEDS, math.ceil(SEED_SHARE * len(points)))
+    seeds = spread_seeds(points, encoder, n_seeds, random.Random(seed).randrange(len(points)))
+    metrics = metrics_of(goal, state)
+    fits = _fit_all(points, usable, metrics, encoder, seed, kind)
+    preds, normals = _predict(points, status, usable, fits)
+    for s in seeds:  # seeds first: a spread start before any model is trusted
+        if s in open_points and not status[s.key]:
+            return Pick("seed", s.key, _next_rows(s, rows, 1), f"{s.label}: seed {seeds.index(s) + 1} of "
+                                                               f"{len(seeds)}"), preds, None
+    if (why := _unanswerable(points[0].model, usable, metrics)) is not None:
+        return None, preds, why
+    # measured once or twice and outside the answer: one draw can hide a configuration that belongs in it (a slow
+    # repeat of the true best); the surrogate, fitted on its rows and the rest, says how likely that is
+    in_answer = set(state.answer_keys) if state is not None else set()
+    retry = [p for p in points if usable[p.key] and p.key not in in_answer and not _exhausted(p, status[p.key])]
+    if not open_points and not retry:
+        return None, preds, None
+    scored = []
+    by_pred = {p.key: p for p in preds}
+    for p in open_points + retry:
+        prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key])
+        by_pred[p.key].p_change, by_pred[p.key].p_feasible = prob, p_feasible
+        scored.append((prob, p))
+    prob, p = max(scored, key=lambda t: (t[0], -points.index(t[1])))
+    what = ("another repeat" if usable[p.key] else "the next repeat (its rows so far are invalid)" if status[p.key]
+            else "not measured yet")
+    return Pick("explore", p.key, _next_rows(p, rows, 1), f"{p.label}: {what}, P(changes the answer) = {prob:.3f}",
+                prob), preds, None
+
+
+def _unanswerable(model: str, usable: Mapping[str, list[dict[str, Any]]],
+                  metrics: list[tuple[str, bool]]) -> str | None:
+    """Why the answer cannot come from more rows: a column it reads is empty in every usable row (at least
+    MIN_SEEDS of them); None otherwise."""
+    ok = [r for rs in usable.values() for r in rs]
+    if len(ok) < MIN_SEEDS:
+        return None
+    for col, _higher in metrics:
+        if all(r.get(col) is None for r in ok):
+            whys = list(dict.fromkeys(empty_reason(r, col, keep_numbers=True) for r in ok))
+            hint = (" (judge another percentile: --slo-percentile; or longer windows: --duration)"
+                    if col.startswith("latency_ms_") else "")
+            return (f"cannot answer for {model}: {col} is empty in every usable row measured ({len(ok)}; e.g. "
+                    f"{'; '.join(whys[:2])}), so no configuration can be judged on it{hint}")
+    return None
+
+
+def _fit_all(points: list[SearchPoint], usable: Mapping[str, list[dict[str, Any]]],
+             metrics: list[tuple[str, bool]], encoder: Encoder, seed: int, kind: str) -> dict[str, Fitted]:
+    fits: dict[str, Fitted] = {}
+    for col, _higher in metrics:
+        xs, ys = [], []
+        for p in points:
+            for r in usable[p.key]:
+                if r.get(col) is not None:
+                    xs.append(p)
+                    ys.append(float(r[col]))
+        fitted = fit(col, kind, encoder, xs, ys, seed)
+        if fitted is not None:
+            fits[col] = fitted
+    return fits
+
+
+Normals = Mapping[str, Mapping[str, tuple[float, float]]]  # metric -> point key -> (mean, sd), modelled space
+
+
+def _predict(points: list[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
+             usable: Mapping[str, list[dict[str, Any]]], fits: Mapping[str, Fitted]
+             ) -> tuple[list[Predicted], Normals]:
+    """Every point's predictions (natural units, for predictions.csv) and its predictive normals in the modelled
+    space (what the scores read): one predict call per metric."""
+    out = []
+    normals: dict[str, dict[str, tuple[float, float]]] = {}
+    for p in points:
+        mine = status[p.key]
+        state = ("measured" if usable[p.key] else "failed" if any(r.get("status") in ("failed", "skipped")
+                                                                   for r in mine)
+                 else "invalid only" if mine else "predicted")
+        out.append(Predicted(p.key, p.model, p.label, state, len(mine), len(usable[p.key])))
+    for col, fitted in fits.items():
+        mus, sds = fitted.predict(points)
+        normals[col] = {p.key: (mu, sd) for p, mu, sd in zip(points, mus, sds)}
+        for pred, mu, sd in zip(out, mus, sds):
+            pred.metrics[col] = (inverse(col, mu), inverse(col, mu - Z95 * sd), inverse(col, mu + Z95 * sd))
+    return out, normals
+
+
+def _normal(normals: Normals, col: str, p: SearchPoint) -> tuple[float, float] | None:
+    return normals.get(col, {}).get(p.key)
+
+
+def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Normals,
+              metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()
+              ) -> tuple[float, float | None]:
+    """(P that measuring p changes the answer, P that p meets every limit; None in Pareto mode)."""
+    if goal.mode == "best":
+        p_feasible = 1.0
+        for col, bound in goal.limits.columns():
+            normal = _normal(normals, col, p)
+            t = transform(col, bound) if bound > 0 or col == ACCURACY_DROP else None
+            if normal is None:
+                p_feasible *= 0.5  # nothing measured says either way
+            elif t is None:
+                p_feasible *= 0.0  # a bound of 0 on a positive metric: nothing meets it
+            else:
+                p_feasible *= _phi((t - normal[0]) / normal[1])
+        if state is None or state.to_beat is None:
+            return p_feasible, p_feasible
+        col, higher = metrics[0]
+        normal = _normal(normals, col, p)
+        inc = transform(col, state.to_beat) if state.to_beat > 0 or col == ACCURACY_DROP else None
+        if normal is None or inc is None:
+            return 0.5 * p_feasible, p_feasible
+        z = (normal[0] - inc) / normal[1]
+        return p_feasible * _phi(z if higher else -z), p_feasible
+    if state is None or not state.front:
+        return 1.0, None
+    return _p_not_dominated(p, state, normals, metrics, measured), None
+
+
+def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
+                     metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()) -> float:
+    """Share of samples of p's next row that leave p, at the median of its usable rows with that one, dominated by
+    no front member (each at the far end of its interval: within it p would tie, not change the front). The
+    objectives are drawn independently: drawing their errors together (a configuration faster than predicted is
+    also lower in latency and energy) moved no replay in docs/results/search by a row, so the simpler draw stays."""
+    rng = random.Random(zlib.crc32(p.key.encode()))
+    mine = []
+    for col, higher in metrics:
+        normal = _normal(normals, col, p)
+        if normal is None:
+            return 1.0
+        mine.append((normal, higher, col))
+    front = [tuple(-v if higher else v for v, (_c, higher) in zip(member, metrics))
+             for member in state.front_far]
+    have = {col: [float(r[col]) for r in measured if r.get(col) is not None] for _n, _h, col in mine}
+    kept = 0
+    for _ in range(PARETO_SAMPLES):
+        sample = []
+        for (mu, sd), higher, col in mine:
+            v = inverse(col, rng.gauss(mu, sd))
+            if have[col]:
+                v = statistics.median([*have[col], v])
+            sample.append(-v if higher else v)
+        if not any(dominates(m, tuple(sample)) for m in front):
+            kept += 1
+    return kept / PARETO_SAMPLES

@@ -1,0 +1,96 @@
+"""search.surrogate: each kind models a log-linear metric of batch and instances well enough to rank unmeasured
+configurations (held-out points within a tolerance, their 95% intervals covering most of them); the accuracy drop
+(percentage points, 0 or negative allowed) is modelled as it is, not in log space."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from edgebench.errors import EdgebenchError
+from edgebench.search.space import Encoder, make_point
+from edgebench.search.surrogate import MIN_SD_LOG, SURROGATES, fit, inverse, transform
+
+pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+INSTANCES = (1, 2, 4)
+
+
+def _points(precisions=("fp32",)):
+    out = []
+    for prec in precisions:
+        for b in BATCHES:
+            for i in INSTANCES:
+                out.append(make_point({"model": "net", "backend": "null", "precision": prec, "batch": b,
+                                       "instances": i, "mode": "process", "placement": "+".join(["cpu"] * i)},
+                                      [f"{prec}b{b}i{i}r0"]))
+    return out
+
+
+def _throughput(p) -> float:
+    """Log-linear: 120 x batch^0.8 x instances^0.9 (x2.5 for int8)."""
+    return 120.0 * p.batch ** 0.8 * p.instances ** 0.9 * (2.5 if p.categories["precision"] == "int8" else 1.0)
+
+
+def _split(points):
+    """Every third point held out; the outermost batches and instance counts stay in the training set (the test
+    is interpolation, as in a grid the seeds spread over)."""
+    held = [p for k, p in enumerate(points) if k % 3 == 1 and p.batch not in (1, 64) and p.instances != 4]
+    return [p for p in points if p not in held], held
+
+
+@pytest.mark.parametrize("kind", SURROGATES)
+def test_each_kind_predicts_held_out_points_of_a_log_linear_metric(kind):
+    points = _points(("fp32", "int8"))
+    train, held = _split(points)
+    assert len(held) >= 6
+    rng = random.Random(0)
+    values = [_throughput(p) * math.exp(rng.gauss(0.0, 0.02)) for p in train]  # 2% run-to-run noise
+    fitted = fit("throughput_ips", kind, Encoder(points), train, values, seed=0)
+    assert fitted is not None and fitted.n == len(train) and fitted.kind == kind
+    mus, sds = fitted.predict(held)
+    covered = 0
+    for p, mu, sd in zip(held, mus, sds):
+        true = _throughput(p)
+        assert sd >= MIN_SD_LOG
+        assert abs(inverse("throughput_ips", mu) - true) / true < 0.15, (p.label, inverse("throughput_ips", mu), true)
+        lo, hi = inverse("throughput_ips", mu - 1.96 * sd), inverse("throughput_ips", mu + 1.96 * sd)
+        covered += lo <= true <= hi
+    assert covered >= 0.8 * len(held), f"{covered} of {len(held)} held-out points inside their 95% interval"
+    # it separates what matters: int8 predicted faster than fp32 at every held-out fp32 point's configuration
+    twins = {(p.batch, p.instances): p for p in points if p.categories["precision"] == "int8"}
+    fp32 = [p for p in held if p.categories["precision"] == "fp32"]
+    m32, _ = fitted.predict(fp32)
+    m8, _ = fitted.predict([twins[(p.batch, p.instances)] for p in fp32])
+    assert all(b > a for a, b in zip(m32, m8))
+
+
+def test_the_accuracy_drop_is_modelled_linearly():
+    assert transform("accuracy_drop_pct", -0.5) == -0.5 and transform("accuracy_drop_pct", 0.0) == 0.0
+    assert inverse("accuracy_drop_pct", 1.25) == 1.25
+    assert transform("throughput_ips", math.e) == pytest.approx(1.0) and inverse("throughput_ips", 0.0) == 1.0
+    assert transform("throughput_ips", 0.0) is None and transform("latency_ms_p99", -1.0) is None
+
+    points = _points()
+    train, held = _split(points)
+    drop = {p.key: 0.4 * math.log2(p.batch) - 0.5 for p in points}  # -0.5 .. 1.9 pp: zero crossing, negatives
+    values = [drop[p.key] for p in train]
+    assert any(v < 0 for v in values)
+    for kind in SURROGATES:
+        fitted = fit("accuracy_drop_pct", kind, Encoder(points), train, values)
+        assert fitted is not None and fitted.n == len(train)  # no value is dropped: none needs to be positive
+        mus, _sds = fitted.predict(held)
+        for p, mu in zip(held, mus):
+            assert inverse("accuracy_drop_pct", mu) == pytest.approx(drop[p.key], abs=0.25), (kind, p.label)
+    # a log metric leaves out what has no log (a zero throughput) and needs two values
+    assert fit("throughput_ips", "loglinear", Encoder(points), train[:3], [0.0, 10.0, 20.0]).n == 2
+    assert fit("throughput_ips", "loglinear", Encoder(points), train[:2], [0.0, 10.0]) is None
+
+
+def test_an_unknown_kind_is_an_error():
+    points = _points()
+    with pytest.raises(EdgebenchError, match="unknown 'forest'"):
+        fit("throughput_ips", "forest", Encoder(points), points[:3], [1.0, 2.0, 3.0])
