@@ -46,7 +46,7 @@ grep -q '^| A side' "$OUT/tables.txt" 2>/dev/null || echo "| A side | device | b
 case "$part" in
   torch|all) for b in 1 64; do audit torch fp16 "$b"; done ;;&
   ort|all) if $PY -c "import onnxruntime as o, sys; sys.exit('CUDAExecutionProvider' not in o.get_available_providers())"; then
-             for b in 1 64; do audit ort fp16 "$b"; done
+             for b in ${BATCHES:-1 64}; do audit ort fp16 "$b"; done
            else echo "| ort | skipped: onnxruntime has no CUDAExecutionProvider (stage onnxruntime-gpu) |" >> "$OUT/tables.txt"; fi ;;&
   before|all) for b in 1 64; do audit torch fp16 "$b" bare-profiled; done ;;&
   setup|all) $PY benchmarks/setup_cost.py --device dgpu --backends torch,ort --precisions fp16 --batches 1,8 \
