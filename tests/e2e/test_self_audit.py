@@ -1,6 +1,13 @@
 """Self-audit in CI (issue 19): edgebench as a user runs it (the `edgebench bench` CLI, the shipped host profile,
 every default sampler and pre-pass) against an independent bare ONNX Runtime loop in a separate process,
-interleaved; fails when the upper bound of the edgebench/bare throughput ratio drops below 0.97."""
+interleaved; fails when the upper bound of the edgebench/bare throughput ratio drops below 0.97.
+
+The gate runs both sides at one thread (a profile that extends the shipped host profile and sets only
+run.threads_per_instance), as when it was calibrated: the harness's own processes then have a core of their own and
+the ratio is the cost of edgebench's measuring path, the part a code change can regress. At the default threads
+(every core for the row since issue 27) the harness shares the row's cores, and on a 2-core CI machine the ratio
+moved with the machine (a clean-clone CI run read 0.903-0.966 over 3 pairs while this machine read 0.976
+[0.970, 0.981] over 12): that figure is a benchmark, kept in docs/results/cpu-threads-default.md, not a gate."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from repo_paths import REPO
@@ -23,18 +31,22 @@ def test_ort_cpu_edgebench_keeps_up_with_a_bare_loop(tmp_path):
     if importlib.util.find_spec("onnxruntime") is None:
         pytest.skip("onnxruntime is not installed")
     out = tmp_path / "audit.json"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "self_audit.py"), "--backend", "ort",
-                           "--model", "small_cnn", "--pairs", "3", "--duration-s", "1", "--out", str(tmp_path / "runs"),
+    profile = tmp_path / "host-1thread.yaml"
+    profile.write_text("name: host-1thread\nextends: host\ndescription: the shipped host profile at one thread per "
+                       "instance (the CI self-audit)\nrun:\n  threads_per_instance: 1\n")
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "self_audit.py"), "--device", str(profile),
+                           "--backend", "ort", "--model", "small_cnn", "--pairs", "4", "--duration-s", "1", "--out", str(tmp_path / "runs"),
                            "--json", str(out)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rec = json.loads(out.read_text())
-    assert len(rec["pairs"]) == 3 and [p["order"] for p in rec["pairs"]] == ["ab", "ba", "ab"]
+    assert len(rec["pairs"]) == 4 and [p["order"] for p in rec["pairs"]] == ["ab", "ba", "ab", "ba"]
     assert all(p["edgebench_ips"] > 0 and p["bare_ips"] > 0 for p in rec["pairs"])
     assert rec["ratio_low"] <= rec["ratio_median"] <= rec["ratio_high"]
     # the preemption-robust diagnostic comes from both sides' own timestamps: edgebench's latencies.csv.gz, bare's marks
     assert all(p["edgebench_steady_ips"] > 0 and p["bare_steady_ips"] > 0 for p in rec["pairs"])
     assert rec["steady_ratio_low"] <= rec["steady_ratio_median"] <= rec["steady_ratio_high"]
-    assert "bench --device host" in rec["edgebench_command"]  # the shipped profile, as a user runs it
+    assert f"bench --device {profile}" in rec["edgebench_command"]  # the shipped profile, as a user extends it
+    assert rec["threads"] == 1 and rec["edgebench_threads_note"] == "run.threads_per_instance: 1"
     assert rec["probe"].startswith("row 0 (batch 1")  # its accuracy pass ran in a probe process
     assert rec["ratio_high"] >= RATIO_FLOOR, (
         f"edgebench/bare ORT CPU throughput ratio {rec['ratio_median']:.3f} "
@@ -88,14 +100,30 @@ def test_marks_from_ends_are_the_marks_the_bare_loop_would_have_taken():
     assert bare.marks_from_ends([], 0.001) == []
 
 
-def test_the_edgebench_side_reads_its_steady_rate_from_instance_0s_latencies(tmp_path):
+@pytest.mark.parametrize("written_as", ["latencies.npz", "latencies.csv.gz"])
+def test_the_edgebench_side_reads_its_steady_rate_from_instance_0s_latencies(tmp_path, written_as):
+    """From the row's latencies.npz, and from an earlier edgebench's latencies.csv.gz."""
     audit = _load("self_audit")
-    with gzip.open(tmp_path / "latencies.csv.gz", "wt", newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(["instance", "placement", "start_ns", "end_ns"])
-        for i in range(2000):  # instance 0: 25 us each; instance 1 (not the audited one): 1 ms each
-            out.writerow([0, "cpu", 1_000_000 + i * 25_000, 1_000_000 + i * 25_000 + 24_000])
-            out.writerow([1, "cpu", 1_000_000 + i * 1_000_000, 1_000_000 + i * 1_000_000 + 999_000])
+    lines = []
+    for i in range(2000):  # instance 0: 25 us each; instance 1 (not the audited one): 1 ms each
+        lines.append([0, "cpu", 1_000_000 + i * 25_000, 1_000_000 + i * 25_000 + 24_000])
+        lines.append([1, "cpu", 1_000_000 + i * 1_000_000, 1_000_000 + i * 1_000_000 + 999_000])
+    if written_as == "latencies.csv.gz":
+        with gzip.open(tmp_path / "latencies.csv.gz", "wt", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(["instance", "placement", "start_ns", "end_ns"])
+            out.writerows(lines)
+    else:
+        import numpy as np
+
+        from edgebench.results.row_files import write_row_data
+
+        instances = [SimpleNamespace(instance=k, placement="cpu", issued_ns=None,
+                                     start_ns=np.array([x[2] for x in lines if x[0] == k], dtype=np.int64),
+                                     end_ns=np.array([x[3] for x in lines if x[0] == k], dtype=np.int64))
+                     for k in (0, 1)]
+        write_row_data(tmp_path, SimpleNamespace(instances=instances, timelines=[]))
+    assert [p.name for p in tmp_path.iterdir()] == [written_as]
     assert abs(audit.edgebench_steady_ips(tmp_path, batch=2) - 80_000) < 1.0
     assert audit.edgebench_steady_ips(tmp_path / "missing", batch=1) is None
 
