@@ -336,24 +336,27 @@ def test_streams_mode_exit_names_every_instance_of_the_child():
 def test_hang_during_measure_is_killed_after_collect_timeout(monkeypatch):
     # the hung instance ignores SIGTERM, so this also exercises the SIGKILL escalation
     monkeypatch.setattr(orchestrator, "TERM_GRACE_S", 0.5)
-    cfg = make_cfg(2, duration_s=0.3, max_duration_s=0.6, collect_timeout_s=1.0,
+    # 3 s: the healthy instance must stop, save its timestamps and exit in it, on a loaded 2-core CI machine too
+    cfg = make_cfg(2, duration_s=0.3, max_duration_s=0.6, collect_timeout_s=3.0,
                    options={"fail_instance": 1, "fail_phase": "measure", "fail_after": 2, "fail_how": "hang"})
     out = run_instances(cfg, prepare(cfg))
     assert out.status == "failed"
     pid = out.instances[1].pid
-    assert out.reason == f"instance 1 (pid {pid}, placement cpu) did not finish within collect_timeout_s=1 during collect"
+    assert out.reason == f"instance 1 (pid {pid}, placement cpu) did not finish within collect_timeout_s=3 during collect"
     assert out.instances[0].error is None and len(out.instances[0].start_ns) > 0  # the healthy one reported
     assert_all_gone([r.pid for r in out.instances])  # type: ignore[misc]
 
 
 def test_load_timeout_fails_the_run(monkeypatch):
     monkeypatch.setattr(orchestrator, "TERM_GRACE_S", 0.5)
-    cfg = make_cfg(2, warmup_s=0.05, load_timeout_s=3.0,
+    # 8 s: the healthy instance (a spawned child importing numpy and edgebench) must be ready in it, or the reason
+    # names it too ("and 1 more"); the hung one never is
+    cfg = make_cfg(2, warmup_s=0.05, load_timeout_s=8.0,
                    options={"fail_instance": 0, "fail_phase": "warmup", "fail_after": 0, "fail_how": "hang"})
     out = run_instances(cfg, prepare(cfg))
     assert out.status == "failed"
     assert out.reason.startswith(f"instance 0 (pid {out.instances[0].pid}, placement cpu) did not report ready "
-                                 "within load_timeout_s=3")
+                                 "within load_timeout_s=8")
     assert out.measure_start_ns == 0 and out.timelines == []
     assert_all_gone([r.pid for r in out.instances])  # type: ignore[misc]
 
