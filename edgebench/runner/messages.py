@@ -2,7 +2,8 @@
 
 Orchestrator -> worker process (runner/worker_proc.py), over the worker's own duplex pipe:
   Job       run these instances of a row; keep: stay for the next job after it (a warm worker), else exit
-  Go        the start signal of the row's window (sent once every instance is Ready, after the start is recorded)
+  Go        the start signal of the row's window (sent once every instance is Ready, after the start is recorded;
+            a fixed-rate row's streams all count their arrivals from its origin_ns)
   Exit      leave (so does a closed pipe)
 Worker process -> orchestrator:
   Primed    a warm worker has imported its backend's framework (sent once, before any job)
@@ -35,7 +36,9 @@ class Job:
 
 @dataclass(frozen=True)
 class Go:
-    pass
+    # fixed-rate rows: the one origin (time.monotonic_ns, system-wide) every stream's arrival schedule counts from,
+    # so phases sit where the arrival model puts them however late each worker wakes; 0: closed loop, none
+    origin_ns: int = 0
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,11 @@ POLL_S = 0.01  # how often the orchestrator looks at messages, exits and the inf
 MEASURE_POLL_MAX_S = 0.5  # during the window, before duration_s: longest block (faults still wake it)
 MEASURE_POLL_S = 0.05  # during the window, after duration_s: how often the inference counters are read
 TERM_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+# a fixed-rate row's streams count their arrivals from the window's start plus this: time for Go to reach every
+# worker and wake it (sent one pipe at a time; ~1 ms for 32 workers), so the arrival model's phases hold
+# exactly across processes. A worker that wakes later still starts from the shared origin: its first arrivals
+# wait, and that wait is latency, as for a consumer that falls behind its camera.
+STREAM_ORIGIN_LEAD_NS = 5_000_000
 SETTLE_MARGIN_S = 5.0  # spare warm workers still importing this close to an instance's barrier_timeout_s are retired
 
 
@@ -289,9 +294,10 @@ class _Run:
             # recorded before the first Go is sent: it precedes every instance's first timed inference
             # (CLOCK_MONOTONIC is system-wide)
             self.measure_start_ns = time.monotonic_ns()
+            go = Go(self.measure_start_ns + STREAM_ORIGIN_LEAD_NS if cfg.rate_hz is not None else 0)
             for child in self.children:
                 try:
-                    child.conn.send(Go())
+                    child.conn.send(go)
                 except OSError:
                     pass  # it died: _poll sees its exit
             self.phase_s.update(self._startup_phases())

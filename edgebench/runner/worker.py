@@ -9,7 +9,10 @@ Messages to the orchestrator (runner/messages.py) go over the worker's own pipe 
 cannot corrupt another's channel): Phase (open, warmup), Ready (warm-up done, about to wait for the start signal),
 Done (measured phase over, timestamps in an .npy file), Error (an exception ended the instance).
 The start signal is Go from the orchestrator, sent once every instance of the row is ready; it records the
-window's start before sending it, so that time precedes every instance's first timed inference.
+window's start before sending it, so that time precedes every instance's first timed inference. For a fixed-rate
+row Go carries one origin for every stream's schedule (the window's start plus a lead), so the arrival model's
+phases hold across processes: `aligned` streams arrive at the same nanosecond, `even` ones exactly spread,
+whatever order the workers wake in.
 
 The timed loop is the harness overhead the null backend measures, so it is kept lean: two clock
 reads around infer(), two stores into preallocated int64 buffers through memoryviews, and a single
@@ -235,7 +238,7 @@ def run_instance(
     cfg: RunConfig,
     prepared: Prepared,
     send: Callable[[Message], None],
-    wait_start: Callable[[float], None],
+    wait_start: Callable[[float], int],
     stop: memoryview,
     counts: memoryview,
     workdir: str,
@@ -244,7 +247,8 @@ def run_instance(
 ) -> bool:
     """One instance from open to its timestamps on disk, then its session closed. Reports every failure; returns
     True when done. `counts[slot]` is its inference counter; `wait_start(barrier_timeout_s)` returns when the
-    orchestrator gives the start signal (and raises when it does not come in time). A session that fails to close
+    orchestrator gives the start signal (and raises when it does not come in time), with the origin a fixed-rate
+    stream's arrivals count from (0: this instance's own clock at the signal). A session that fails to close
     does not change the result already sent; `on_close_error` hears of it (a warm worker then leaves the pool)."""
     import numpy as np
 
@@ -270,7 +274,7 @@ def run_instance(
         schedule = stream_schedule(cfg, index, period_ns) if rate_hz is not None else None  # drawn before the start
         send(Ready(index, warm_n))
         phase = "barrier"
-        wait_start(cfg.barrier_timeout_s)
+        origin_ns = wait_start(cfg.barrier_timeout_s)  # a fixed-rate row's shared schedule origin (0: none sent)
         phase = "measure"
         if set_phase is not None:
             set_phase("measure")
@@ -278,8 +282,8 @@ def run_instance(
         if rate_hz is None:
             columns = measure(session.infer, stop, counts, slot, 0, parent_pid, buffers)
         else:
-            columns = measure_fixed_rate(session.infer, stop, counts, slot, period_ns, time.monotonic_ns(), 0,
-                                         parent_pid, buffers, schedule)
+            columns = measure_fixed_rate(session.infer, stop, counts, slot, period_ns,
+                                         origin_ns or time.monotonic_ns(), 0, parent_pid, buffers, schedule)
         phase = "collect"
         path = os.path.join(workdir, f"instance{index}.npy")
         np.save(path, np.stack(columns))

@@ -139,10 +139,12 @@ def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, c
                                    stop, counts, workdir, parent_pid, on_close_error)
     go = threading.Event()
     failed: list[BaseException] = []
+    origin: list[int] = [0]
 
-    def wait_start(timeout_s: float) -> None:
+    def wait_start(timeout_s: float) -> int:
         if not go.wait(timeout_s) or failed:
             raise failed[0] if failed else NoStartSignal(f"no start signal within barrier_timeout_s={timeout_s:g}")
+        return origin[0]
 
     results: dict[int, bool] = {}
 
@@ -155,7 +157,7 @@ def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, c
     for t in threads:
         t.start()
     try:
-        wait_go(conn, cfg.load_timeout_s + cfg.barrier_timeout_s)
+        origin[0] = wait_go(conn, cfg.load_timeout_s + cfg.barrier_timeout_s)
     except BaseException as exc:  # noqa: BLE001 - every instance thread raises it from its own wait
         failed.append(exc)
     go.set()
@@ -164,11 +166,12 @@ def run_job(cfg: Any, prepared: Any, instances: tuple[int, ...], workdir: str, c
     return all(results.get(i, False) for i in instances)
 
 
-def wait_go(conn: Any, timeout_s: float) -> None:
-    """Block until the orchestrator's Go; NoStartSignal when it does not come within timeout_s or something
-    else does."""
+def wait_go(conn: Any, timeout_s: float) -> int:
+    """Block until the orchestrator's Go and return its origin_ns (0: none); NoStartSignal when it does not come
+    within timeout_s or something else does."""
     if not conn.poll(timeout_s):
         raise NoStartSignal(f"no start signal within barrier_timeout_s={timeout_s:g}")
     msg = conn.recv()
     if not isinstance(msg, Go):
         raise NoStartSignal(f"the orchestrator sent {type(msg).__name__.lower()!r} instead of the start signal")
+    return msg.origin_ns

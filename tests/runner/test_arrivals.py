@@ -16,7 +16,7 @@ from edgebench.results.row import Row, why_empty
 from edgebench.runner.arrivals import StreamSchedule, arrival_seed_of, first_offsets_ns
 from edgebench.runner.load import arrival_fields
 from edgebench.runner.metrics import summarize
-from edgebench.runner.orchestrator import run_instances
+from edgebench.runner.orchestrator import STREAM_ORIGIN_LEAD_NS, run_instances
 
 PERIOD_NS = 10_000_000  # 100 arrivals/s per stream
 
@@ -118,10 +118,9 @@ def run_null(c: RunConfig):
 
 
 def test_spawned_streams_follow_their_arrival_model():
-    """Real instances (null backend, 0.5 ms service, 4 streams of 100/s): the recorded scheduled arrivals keep
-    each model's shape. The instances start on one signal but each reads its own clock, so streams' first
-    arrivals are compared up to a few ms."""
-    firsts = {}
+    """Real instances (null backend, 0.5 ms service, 4 streams of 100/s, one process each): the recorded scheduled
+    arrivals keep each model's shape exactly across processes, because every stream counts from the one origin the
+    start signal carries (the window's start plus STREAM_ORIGIN_LEAD_NS), not from its own clock on waking."""
     for arrival in ("even", "aligned", "random", "poisson"):
         outcome = run_null(cfg(4, 100.0, arrival))
         starts = [r.start_ns for r in outcome.instances]
@@ -131,13 +130,19 @@ def test_spawned_streams_follow_their_arrival_model():
             assert gaps.std() > 0.3 * PERIOD_NS  # exponential gaps, not a fixed period
         else:
             assert set(gaps.tolist()) == {PERIOD_NS}, arrival
-        t0 = min(int(s[0]) for s in starts)
-        firsts[arrival] = sorted(int(s[0]) - t0 for s in starts)
+        origin = outcome.measure_start_ns + STREAM_ORIGIN_LEAD_NS
+        firsts = [int(s[0]) - origin for s in starts]
+        assert firsts == first_offsets_ns(arrival, 4, PERIOD_NS, arrival_seed_of(0, 0)), arrival
         summary = summarize(outcome.instances, 1, 5)
         assert summary.inferences > 0
-    spread = {a: f[-1] - f[0] for a, f in firsts.items()}
-    assert spread["aligned"] < 3_000_000  # one instant, up to the instances' clock reads
-    assert spread["even"] > 6_000_000  # 0, 2.5, 5, 7.5 ms
-    expected_random = sorted(first_offsets_ns("random", 4, PERIOD_NS, arrival_seed_of(0, 0)))
-    assert max(abs((f - firsts["random"][0]) - (e - expected_random[0]))
-               for f, e in zip(firsts["random"], expected_random)) < 3_000_000
+    # the shapes themselves: 0, 2.5, 5, 7.5 ms; one instant
+    assert first_offsets_ns("even", 4, PERIOD_NS, 0) == [0, 2_500_000, 5_000_000, 7_500_000]
+    assert first_offsets_ns("aligned", 4, PERIOD_NS, 0) == [0, 0, 0, 0]
+
+
+def test_streams_in_one_process_share_the_origin_too():
+    """mode streams: the instances are threads of one worker, which passes the start signal's origin on to each."""
+    outcome = run_null(cfg(3, 100.0, "even", mode="streams"))
+    origin = outcome.measure_start_ns + STREAM_ORIGIN_LEAD_NS
+    assert [int(r.start_ns[0]) - origin for r in outcome.instances] == first_offsets_ns("even", 3, PERIOD_NS, 0)
+    assert len({r.pid for r in outcome.instances}) == 1  # one process

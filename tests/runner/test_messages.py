@@ -48,7 +48,7 @@ def test_every_kind_round_trips_through_a_pipe_to_a_spawned_process():
     child = child_process.spawn(echo, (child_end,), name="test-echo")
     child_end.close()
     try:
-        for msg in [job, *SAMPLES[2:], Go(), Exit()]:
+        for msg in [job, *SAMPLES[2:], Go(), Go(1_234_567_890_123), Exit()]:
             parent_end.send(msg)
             assert parent_end.poll(60), f"no echo of {msg!r}"
             module, name, back = parent_end.recv()
