@@ -160,7 +160,8 @@ def test_power_total_is_what_the_written_rails_imply(sandbox):
     m = sandbox["main"]
     tl = _load(m["jtop"])
     assert tl.interval_s == INTERVAL_S
-    before = [i for i, t in enumerate(tl.t_ns) if t < m["t_change"] - 0.05e9]
+    # a tick's reads may land up to one interval from its stamp on a busy machine (below), on either side
+    before = [i for i, t in enumerate(tl.t_ns) if t < m["t_change"] - INTERVAL_S * 1e9 - 0.05e9]
     after = [i for i, t in enumerate(tl.t_ns) if t > m["t_change"] + INTERVAL_S * 1e9 + 0.05e9]
     assert len(before) >= 3 and len(after) >= 2
     vin0, vin1 = (BEFORE["VDD_IN"][0] * BEFORE["VDD_IN"][1] / 1000, AFTER["VDD_IN"][0] * AFTER["VDD_IN"][1] / 1000)
@@ -174,9 +175,10 @@ def test_power_total_is_what_the_written_rails_imply(sandbox):
     usb = [v for v in tl.values.get("rail_usb_c_input_mw", []) if not math.isnan(v)]
     assert usb and set(usb) == {30000.0}, usb  # jtop: uV * uA -> mW
     assert any(n.startswith(f"jtop also lists {USB_C} from /sys/class/power_supply") for n in tl.notes), tl.notes
-    # samples are ~one interval apart: each service tick recorded once
+    # samples are ~one interval apart: each service tick recorded once (never two within 0.3 s); a loaded CI
+    # machine may delay a tick, so the upper bound allows about two missed intervals
     gaps = [(b - a) / 1e9 for a, b in zip(tl.t_ns, tl.t_ns[1:])]
-    assert all(0.3 < g < 1.1 for g in gaps), gaps
+    assert all(0.3 < g < 1.6 for g in gaps), gaps
 
 
 def test_energy_integrates_power_across_the_change(sandbox):
@@ -205,7 +207,9 @@ def test_interval_actually_used_is_recorded_with_a_note(sandbox):
     assert slow.interval_s == INTERVAL_S  # asked 1.0 s, the service runs at 0.5 s for the first client
     assert any("runs at 0.5 s, not the 1 s asked for" in n for n in slow.notes)
     gaps = [(b - a) / 1e9 for a, b in zip(slow.t_ns, slow.t_ns[1:])]
-    assert gaps and max(gaps) < 1.1 and len(slow.t_ns) >= 6  # no duplicated stale ticks, none lost
+    # every 0.5 s tick recorded (a sampler at the 1 s asked for would have a median gap of 1 s); a loaded CI
+    # machine may delay one tick, not the run of them
+    assert gaps and sorted(gaps)[len(gaps) // 2] < 0.75 and max(gaps) < 1.6 and len(slow.t_ns) >= 6
     assert len(set(slow.t_ns)) == len(slow.t_ns)
 
 
