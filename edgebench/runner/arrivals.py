@@ -14,7 +14,8 @@ how those arrivals sit in time; the row's `arrival` column names it and `arrival
            case: n arrivals at the same instant every period.
 
 Stream i draws from numpy's default_rng([arrival_seed, i]); arrival_seed = arrival_seed_of(run.seed, repeat).
-Schedules are offsets (ns) from the instant the stream starts measuring; latency still counts from the scheduled
+Schedules are offsets (ns) from the row's one stream origin, which the start signal carries to every stream
+(runner.messages.Go.origin_ns), so the phases hold across processes; latency still counts from the scheduled
 arrival (runner.worker.measure_fixed_rate), so queueing behind a late predecessor is part of it.
 """
 

@@ -82,6 +82,9 @@ class RunOutcome:
     instances: list[InstanceResult]
     measure_start_ns: int  # the start signal, before every instance's first timed inference (0: not reached)
     measure_end_ns: int  # stop signalled (0 when never reached)
+    # fixed-rate rows: the origin every stream's arrivals count from (measure_start_ns + STREAM_ORIGIN_LEAD_NS);
+    # 0 for a closed loop or a row that never started
+    stream_origin_ns: int = 0
     timelines: list[Timeline] = field(default_factory=list)  # one per sampler started
     accuracy_outputs: dict[str, np.ndarray] | None = None  # the probe's outputs on accuracy_inputs
     threads_per_instance: int = 1
@@ -92,6 +95,20 @@ class RunOutcome:
     probe: ProbeResult | None = None  # where accuracy_outputs and kernels came from
     workers: str = "fresh"  # "fresh", or "warm: k of n reused" (processes that ran earlier rows; runner/warm_pool)
     notes: list[str] = field(default_factory=list)  # what went wrong beside the row (a spare worker retired)
+
+
+def late_stream_start(results: list[InstanceResult], origin_ns: int) -> list[str]:
+    """A note when a fixed-rate stream's worker began its first arrival more than STREAM_ORIGIN_LEAD_NS after it
+    was due (it woke after the shared origin: the wait counts in its first latencies), naming the latest one."""
+    if not origin_ns:
+        return []
+    late = [(int(r.issued_ns[0] - r.start_ns[0]), r.instance) for r in results
+            if r.issued_ns is not None and len(r.issued_ns) and len(r.start_ns)]
+    worst_ns, instance = max(late, default=(0, -1))
+    if worst_ns <= STREAM_ORIGIN_LEAD_NS:
+        return []
+    return [f"stream start: instance {instance} began its first arrival {worst_ns / 1e6:.1f} ms after it was due "
+            f"(its worker woke after the streams' shared origin); that wait counts in its first latencies"]
 
 
 @contextlib.contextmanager
@@ -252,6 +269,7 @@ class _Run:
         self.t_begin_ns = time.monotonic_ns()
         self.measure_start_ns = 0
         self.measure_end_ns = 0
+        self.stream_origin_ns = 0
         self.phase_s: dict[str, float] = {}
 
     # ------------------------------------------------------------------ phases
@@ -294,7 +312,8 @@ class _Run:
             # recorded before the first Go is sent: it precedes every instance's first timed inference
             # (CLOCK_MONOTONIC is system-wide)
             self.measure_start_ns = time.monotonic_ns()
-            go = Go(self.measure_start_ns + STREAM_ORIGIN_LEAD_NS if cfg.rate_hz is not None else 0)
+            self.stream_origin_ns = self.measure_start_ns + STREAM_ORIGIN_LEAD_NS if cfg.rate_hz is not None else 0
+            go = Go(self.stream_origin_ns)
             for child in self.children:
                 try:
                     child.conn.send(go)
@@ -308,8 +327,9 @@ class _Run:
 
             target = cfg.min_inferences + 2 * cfg.instances  # margin: edge inferences fall outside the overlap window
             counters = [c.w.counts for c in self.children]
+            window_from_ns = self.stream_origin_ns or self.measure_start_ns  # no arrival before the origin
             while self.fault is None:
-                elapsed_s = (time.monotonic_ns() - self.measure_start_ns) / 1e9
+                elapsed_s = (time.monotonic_ns() - window_from_ns) / 1e9
                 if elapsed_s >= cfg.max_duration_s or (elapsed_s >= cfg.duration_s and sum(map(sum, counters)) >= target):
                     break
                 # Block until the earliest moment the window could end. wait() still returns at once on any
@@ -346,17 +366,20 @@ class _Run:
         if self.pool is not None:
             self.pool.give_back([c.w for c in self.children], ok=True, instances=cfg.instances)
             self.returned = True
+        results = self._results()
+        start_notes = late_stream_start(results, self.stream_origin_ns)
         return RunOutcome(
             status="ok",
             reason="",
-            instances=self._results(),
+            instances=results,
             measure_start_ns=self.measure_start_ns,
             measure_end_ns=self.measure_end_ns,
+            stream_origin_ns=self.stream_origin_ns,
             timelines=list(self.timelines),
             threads_per_instance=cfg.threads_per_instance,
             phase_s=dict(self.phase_s),
             workers=workers,
-            notes=list(self.notes),
+            notes=[*self.notes, *start_notes],
         )
 
     def _failed(self) -> RunOutcome:
@@ -370,6 +393,7 @@ class _Run:
             instances=self._results(),
             measure_start_ns=self.measure_start_ns,
             measure_end_ns=self.measure_end_ns,
+            stream_origin_ns=self.stream_origin_ns,
             timelines=list(self.timelines),
             threads_per_instance=self.cfg.threads_per_instance,
             phase_s=dict(self.phase_s),

@@ -6,6 +6,7 @@ share one simulated device, so the capacity in streams is computable: floor(1 / 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,9 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     assert float(rows[over]["offered_rate_hz"]) == over * rate_hz
     assert float(rows[over]["achieved_rate_hz"]) < 0.97 * float(rows[over]["offered_rate_hz"])
     assert float(rows[2]["achieved_rate_hz"]) == pytest.approx(2 * rate_hz, rel=0.05)
+    # every probe's row.json keeps the origin its streams counted their arrivals from, after the start signal
+    metas = [json.loads(p.read_text()) for p in run.glob("rows/*/row.json")]
+    assert len(metas) == len(rows) and all(m["stream_origin_ns"] > m["measure_start_ns"] > 0 for m in metas)
     # the report's latency-vs-load figure plots exactly these rows, with the SLO as a reference line
     from edgebench.report.load_plots import latency_vs_load
     from edgebench.results.runs import load_runs

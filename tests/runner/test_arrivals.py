@@ -16,7 +16,12 @@ from edgebench.results.row import Row, why_empty
 from edgebench.runner.arrivals import StreamSchedule, arrival_seed_of, first_offsets_ns
 from edgebench.runner.load import arrival_fields
 from edgebench.runner.metrics import summarize
-from edgebench.runner.orchestrator import STREAM_ORIGIN_LEAD_NS, run_instances
+from edgebench.runner.orchestrator import (
+    STREAM_ORIGIN_LEAD_NS,
+    InstanceResult,
+    late_stream_start,
+    run_instances,
+)
 
 PERIOD_NS = 10_000_000  # 100 arrivals/s per stream
 
@@ -130,7 +135,9 @@ def test_spawned_streams_follow_their_arrival_model():
             assert gaps.std() > 0.3 * PERIOD_NS  # exponential gaps, not a fixed period
         else:
             assert set(gaps.tolist()) == {PERIOD_NS}, arrival
-        origin = outcome.measure_start_ns + STREAM_ORIGIN_LEAD_NS
+        origin = outcome.stream_origin_ns
+        assert origin == outcome.measure_start_ns + STREAM_ORIGIN_LEAD_NS
+        assert outcome.measure_end_ns - origin >= 0.6e9  # the window's length counts from the first possible arrival
         firsts = [int(s[0]) - origin for s in starts]
         assert firsts == first_offsets_ns(arrival, 4, PERIOD_NS, arrival_seed_of(0, 0)), arrival
         summary = summarize(outcome.instances, 1, 5)
@@ -143,6 +150,19 @@ def test_spawned_streams_follow_their_arrival_model():
 def test_streams_in_one_process_share_the_origin_too():
     """mode streams: the instances are threads of one worker, which passes the start signal's origin on to each."""
     outcome = run_null(cfg(3, 100.0, "even", mode="streams"))
-    origin = outcome.measure_start_ns + STREAM_ORIGIN_LEAD_NS
+    origin = outcome.stream_origin_ns
+    assert origin == outcome.measure_start_ns + STREAM_ORIGIN_LEAD_NS
     assert [int(r.start_ns[0]) - origin for r in outcome.instances] == first_offsets_ns("even", 3, PERIOD_NS, 0)
     assert len({r.pid for r in outcome.instances}) == 1  # one process
+
+
+def test_a_stream_whose_worker_woke_after_the_origin_is_named_in_a_note():
+    def stream(instance: int, late_ns: int) -> InstanceResult:
+        due = np.array([1_000_000_000, 1_010_000_000], dtype=np.int64)
+        return InstanceResult(instance, "cpu", None, due, due + 500_000, issued_ns=due + np.array([late_ns, 0]))
+
+    on_time = [stream(0, 100_000), stream(1, STREAM_ORIGIN_LEAD_NS)]
+    assert late_stream_start(on_time, origin_ns=1) == []
+    (note,) = late_stream_start([*on_time, stream(2, 7_300_000)], origin_ns=1)
+    assert note.startswith("stream start: instance 2 began its first arrival 7.3 ms after it was due")
+    assert late_stream_start([stream(0, 7_300_000)], origin_ns=0) == []  # a closed loop has no shared origin
