@@ -81,11 +81,12 @@ from edgebench.search.driver import run_search, search_text
 
 DEFAULT_OUT = "runs"
 # bench options that change the plan; --resume continues the plan saved in the run folder and refuses them
+# (--budget-rows is not one: more rows for a search its budget stopped leave the plan, and every row's hash, as saved)
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
                     "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing",
                     "arrival", "slo_repeats", "weights", "dataset",
-                    "labels", "accuracy_samples", "calibration_samples", "value", "search", "budget_rows",
-                    "search_seed", "objective", "power_cap_w", "max_accuracy_drop", "slo_percentile")
+                    "labels", "accuracy_samples", "calibration_samples", "value", "search", "search_seed",
+                    "objective", "power_cap_w", "max_accuracy_drop", "slo_percentile")
 # --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone
 RETIRED_RULE_NOTE = ("were invalid by the retired rule 'only N inferences in the window; p99 needs 662': measured "
                      "again, judged per metric (a percentile too few inferences back is empty, the row valid)")
@@ -319,10 +320,7 @@ def resumed_threads(run_dir: Path) -> dict[int, int]:
 
 
 def _resume(args: argparse.Namespace, env: Any) -> int:
-    # --budget-rows is the one search option a resume takes: more rows for a search its budget stopped (the plan,
-    # and so every row's hash, stays as saved)
-    given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS
-             if name != "budget_rows" and getattr(args, name, None) is not None]
+    given = [f"--{name.replace('_', '-')}" for name in RESUME_CONFLICTS if getattr(args, name, None) is not None]
     if given:
         raise EdgebenchError(
             f"--resume continues the plan saved in {Path(args.resume) / 'profile.yaml'}; {', '.join(given)} "

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from edgebench.commands.options import EXIT_INTERRUPTED
 from edgebench.errors import EdgebenchError
 from edgebench.remote.board import (
     BoardResult,
@@ -178,7 +179,7 @@ def main(argv: list[str], cache: str | None = None) -> int:
     except KeyboardInterrupt:
         print("edgebench remote: interrupted here; sweeps already started go on on their boards: "
               f"`edgebench remote attach {where}` to follow, `... fetch` for the results", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     for host in hosts:
         res = results[host]
         printer.for_host(host)(("OK: " if res.ok else "FAILED: ") + res.message)
