@@ -61,7 +61,7 @@ def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, i
         "reason": outcome.reason,
         "measure_start_ns": outcome.measure_start_ns,
         "measure_end_ns": outcome.measure_end_ns,
-        "stream_origin_ns": getattr(outcome, "stream_origin_ns", 0),
+        "stream_origin_ns": outcome.stream_origin_ns,
         "phase_s": outcome.phase_s,
         "phases": phases or {},
         "probe": None if outcome.probe is None else {
