@@ -20,13 +20,16 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.answer import Limits
+from edgebench.report.answer import Limits, answer_from_runs, tied_with_best, with_accuracy_drop
 from edgebench.report.candidates import IDENTITY, load_source
+from edgebench.report.pareto import membership_settled, pareto_fronts
+from edgebench.results.runs import Run
 from edgebench.search.decide import EXPLORE_MIN_PROB, decide
-from edgebench.search.goal import Goal, current_answer, point_key, rows_with_drop
+from edgebench.search.goal import Goal, ModelState, current_answer, point_key
 from edgebench.search.space import SearchPoint, make_point
 
 GRIDS = {
@@ -61,7 +64,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 def goals_for(rows: list[dict[str, Any]]) -> list[tuple[str, Goal]]:
     """Limit sets that bind on this grid (bounds at quantiles of its configurations' values), and the front."""
-    ok = rows_with_drop([r for r in rows if r.get("status") == "ok"])
+    ok = with_accuracy_drop([r for r in rows if r.get("status") == "ok"])
     lat = [float(r[LATENCY]) for r in ok if r.get(LATENCY) is not None]
     power = [float(r["power_w_mean"]) for r in ok if r.get("power_w_mean") is not None]
     drops = [float(r["accuracy_drop_pct"]) for r in ok if r.get("accuracy_drop_pct") is not None]
@@ -82,9 +85,9 @@ def goals_for(rows: list[dict[str, Any]]) -> list[tuple[str, Goal]]:
     return out
 
 
-def answer_keys(goal: Goal, rows: list[dict[str, Any]], point_of: dict[str, str]) -> dict[str, tuple[str, ...]]:
-    """model -> the answer's configurations: (best,) or the front's members (sorted)."""
-    states = current_answer(goal, rows, point_of)
+def answer_keys(goal: Goal, states: dict[str, ModelState]) -> dict[str, tuple[str, ...]]:
+    """model -> the answer's configurations in `states` (search.goal.current_answer, or a decision's answers):
+    (best,) or the front's members (sorted)."""
     if goal.mode == "best":
         return {m: tuple(s.answer_keys[:1]) for m, s in states.items()}
     return {m: tuple(sorted(s.answer_keys)) for m, s in states.items()}
@@ -94,17 +97,15 @@ def tied_keys(goal: Goal, rows: list[dict[str, Any]], point_of: dict[str, str]) 
     """model -> the configurations the full grid's repeats cannot tell from its best (best mode)."""
     if goal.mode != "best":
         return {}
-    return {m: tuple(s.tied_keys) for m, s in current_answer(goal, rows, point_of).items()}
+    column, higher = goal.objective_column()
+    answer = answer_from_runs([Run(path=Path("grid"), rows=rows)], goal.objective, goal.limits)
+    return {a.model: tuple(point_key(r.candidate.rows, point_of) for r in tied_with_best(a.feasible, column, higher))
+            for a in answer.answers}
 
 
 def front_settled(rows: list[dict[str, Any]], point_of: dict[str, str]) -> dict[str, tuple[set[str], set[str]]]:
     """model -> (configurations the full grid's repeats settle on its front, those they settle off it); the rest
     the grid's own intervals leave open (report.pareto.membership_settled)."""
-    from pathlib import Path
-
-    from edgebench.report.pareto import membership_settled, pareto_fronts
-    from edgebench.results.runs import Run
-
     out = {}
     for front in pareto_fronts([Run(path=Path("grid"), rows=rows)]):
         settled = membership_settled(front.points, front.objectives)
@@ -136,9 +137,22 @@ def objective_gap(goal: Goal, final: dict[str, tuple[str, ...]], truth: dict[str
     return max(gaps) if gaps else None
 
 
+@dataclass
+class GridAnswer:
+    """What the full grid answers for one goal, computed once per grid and goal (not per replay)."""
+    truth: dict[str, tuple[str, ...]]  # model -> the answer's configurations (answer_keys)
+    tied: dict[str, tuple[str, ...]]  # best mode: model -> configurations its repeats cannot tell from the best
+    settled: dict[str, tuple[set[str], set[str]]]  # pareto: model -> (settled on the front, settled off it)
+
+
+def grid_answer(goal: Goal, live: list[dict[str, Any]], point_of: dict[str, str]) -> GridAnswer:
+    return GridAnswer(answer_keys(goal, current_answer(goal, live, point_of)), tied_keys(goal, live, point_of),
+                      front_settled(live, point_of) if goal.mode == "pareto" else {})
+
+
 def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goal, seed: int, surrogate: str,
-           budget: int, explore_min_prob: float, truth: dict[str, tuple[str, ...]]) -> dict[str, Any]:
-    grid_live = [r for r in grid.values() if r.get("status") != "skipped"]
+           budget: int, explore_min_prob: float, full: GridAnswer) -> dict[str, Any]:
+    truth = full.truth
     point_of = {h: p.key for p in points for h in p.hashes}
     measured: dict[str, dict[str, Any]] = {}
     reached_at: int | None = None
@@ -147,7 +161,7 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
     while True:
         d = decide(points, measured, goal, budget_left=budget - len(measured), seed=seed, surrogate=surrogate,
                    explore_min_prob=explore_min_prob, point_of=point_of)
-        now = answer_keys(goal, list(measured.values()), point_of) if measured else {}
+        now = answer_keys(goal, d.answers) if measured else {}  # decide answered over exactly these rows
         same = now == truth
         reached_at = (reached_at if reached_at is not None else len(measured)) if same else None
         if d.pick is None:
@@ -155,12 +169,12 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
         for h in d.pick.hashes:
             measured[h] = grid[h]
         steps += 1
-    final = answer_keys(goal, list(measured.values()), point_of)
-    tied = tied_keys(goal, grid_live, point_of)
+    final = answer_keys(goal, d.answers)  # the last decision's: over the rows measured when it stopped
+    tied = full.tied
     within_noise = final == truth or (goal.mode == "best" and all(
         bool(final.get(m)) and bool(ks) and final[m][0] in (ks[0], *tied.get(m, ())) for m, ks in truth.items()))
     if goal.mode == "pareto" and not within_noise:  # every member the grid settles on, none it settles off
-        settled = front_settled(grid_live, point_of)
+        settled = full.settled
         within_noise = all(bool(final.get(m)) and on <= set(final.get(m, ())) and not (off & set(final.get(m, ())))
                            for m, (on, off) in settled.items())
     found = (sum(len(set(final.get(m, ())) & set(ks)) for m, ks in truth.items())
@@ -206,10 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         for goal_name, goal in goals_for(rows):
             if args.goals and not any(g in goal_name for g in args.goals.split(",")):
                 continue
-            truth = answer_keys(goal, live, point_of)
+            full = grid_answer(goal, live, point_of)
+            truth = full.truth
             for surrogate in args.surrogates.split(","):
                 for seed in range(args.seeds):
-                    res = replay(points, grid, goal, seed, surrogate, len(live), args.explore_min_prob, truth)
+                    res = replay(points, grid, goal, seed, surrogate, len(live), args.explore_min_prob, full)
                     rec = {"grid": name, "grid_rows": len(live), "configurations": len(points), "goal": goal_name,
                            "surrogate": surrogate, "seed": seed, **res,
                            "truth": {m: [next(p.label for p in points if p.key == k) for k in ks]

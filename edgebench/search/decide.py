@@ -34,9 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgebench.report.answer import with_accuracy_drop
 from edgebench.report.candidates import empty_reason
 from edgebench.report.pareto import dominates
-from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer, rows_with_drop
+from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
 from edgebench.search.surrogate import Fitted, fit, inverse, transform
 
@@ -111,7 +112,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     """The next pick or the reason to stop. `rows`: config hash -> measured row (any status) of the points'
     planned rows; `budget_left`: rows the search may still measure."""
     point_of = point_of or {h: p.key for p in points for h in p.hashes}
-    measured = rows_with_drop([r for r in rows.values()])
+    measured = with_accuracy_drop(list(rows.values()))
     by_hash = {str(r.get("config_hash")): r for r in measured}
     answers = current_answer(goal, measured, point_of)
     predictions: list[Predicted] = []

@@ -12,18 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.answer import (
-    ACCURACY_DROP,
-    Limits,
-    answer_from_runs,
-    objective_column,
-    tied_with_best,
-    with_accuracy_drop,
-)
+from edgebench.report.answer import ACCURACY_DROP, Limits, answer_from_runs, objective_column
 from edgebench.report.pareto import interval_end, pareto_fronts
 from edgebench.results.runs import Run
-
-GOALS = ("best", "pareto")
 
 
 @dataclass(frozen=True)
@@ -49,10 +40,7 @@ class ModelState:
     """One model's answer over the measured rows."""
     model: str
     objectives: list[tuple[str, bool]]  # what the answer ranks on: (column, higher is better)
-    bounds: list[tuple[str, float]]  # upper limits (best mode)
     answer_keys: list[str] = field(default_factory=list)  # best, runner-up / front members: points (by key)
-    tied_keys: list[str] = field(default_factory=list)  # best mode: configurations the rows cannot tell from the best
-    incumbent: float | None = None  # best mode: the best's median objective
     # best mode: what a configuration must beat to change the answer rather than tie with it: the far end of the
     # best's 95% interval (its median while it has one repeat)
     to_beat: float | None = None
@@ -60,38 +48,28 @@ class ModelState:
     # pareto: each member at the far (better) end of its 95% interval, each objective (its median while it has one
     # repeat): what a configuration must escape to change the front rather than tie with it
     front_far: list[tuple[float, ...]] = field(default_factory=list)
-    verdict: str = ""
-    resolved: bool | None = None
     text: str = ""  # one line for people
 
 
-def rows_with_drop(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return with_accuracy_drop(list(rows))
-
-
-def current_answer(goal: Goal, rows: Sequence[dict[str, Any]], point_of: Mapping[str, str],
-                   path: Path | None = None) -> dict[str, ModelState]:
+def current_answer(goal: Goal, rows: Sequence[dict[str, Any]], point_of: Mapping[str, str]) -> dict[str, ModelState]:
     """model -> its answer over `rows` (the measured rows, any status); `point_of`: config hash -> point key."""
-    run = Run(path=path or Path("search"), rows=list(rows))
+    run = Run(path=Path("search"), rows=list(rows))
     out: dict[str, ModelState] = {}
     if goal.mode == "best":
         column, higher = goal.objective_column()
         answer = answer_from_runs([run], goal.objective, goal.limits)
         for a in answer.answers:
-            st = ModelState(a.model, [(column, higher)], goal.limits.columns())
+            st = ModelState(a.model, [(column, higher)])
             for ranked in a.feasible[:2]:
                 st.answer_keys.append(point_key(ranked.candidate.rows, point_of))
             if a.feasible:
                 best = a.feasible[0]
-                st.incumbent = best.interval.median
                 st.to_beat = interval_end(best.interval, higher, "better")
                 st.text = f"{best.candidate.label()}: {best.interval.text()}"
-            st.tied_keys = [point_key(r.candidate.rows, point_of) for r in tied_with_best(a.feasible, column, higher)]
-            st.verdict, st.resolved = a.verdict.text, a.verdict.resolved
             out[a.model] = st
         return out
     for front in pareto_fronts([run]):
-        st = ModelState(front.model, list(front.objectives), [])
+        st = ModelState(front.model, list(front.objectives))
         members = front.members()
         st.answer_keys = [point_key(p.candidate.rows, point_of) for p in members]
         for p in members:
@@ -99,7 +77,6 @@ def current_answer(goal: Goal, rows: Sequence[dict[str, Any]], point_of: Mapping
                 values.append(tuple(_number(interval_end(p.interval(col), higher, end))
                                     for col, higher in front.objectives))
         st.text = f"{len(members)} of {len(front.points)} configuration(s) on the front"
-        st.verdict = "; ".join(front.notes)
         out[front.model] = st
     return out
 
@@ -116,4 +93,4 @@ def point_key(rows: Sequence[dict[str, Any]], point_of: Mapping[str, str]) -> st
     return ""
 
 
-__all__ = ["ACCURACY_DROP", "GOALS", "Goal", "ModelState", "current_answer", "point_key", "rows_with_drop"]
+__all__ = ["ACCURACY_DROP", "Goal", "ModelState", "current_answer", "point_key"]

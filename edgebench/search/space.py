@@ -95,11 +95,18 @@ def spread_seeds(points: Sequence[SearchPoint], encoder: Encoder, count: int, fi
     chosen: list[SearchPoint] = []
     pool = list(points)
     row = {p.key: encoder.row(p) for p in pool}  # each point's features, once
+
+    def gap(p: SearchPoint, c: SearchPoint) -> float:
+        return sum((a - b) ** 2 for a, b in zip(row[p.key], row[c.key]))
+
     if pool:
         chosen.append(pool.pop(first % len(pool)))
+    nearest = {p.key: gap(p, chosen[0]) for p in pool} if chosen else {}  # to the nearest chosen point so far
     while len(chosen) < count and pool:
-        gaps = [min(sum((a - b) ** 2 for a, b in zip(row[p.key], row[c.key])) for c in chosen) for p in pool]
+        gaps = [nearest[p.key] for p in pool]
         best = pool[gaps.index(max(gaps))]  # ties: the earlier point of the plan's order
         chosen.append(best)
         pool.remove(best)
+        for p in pool:  # only the new point can bring one nearer
+            nearest[p.key] = min(nearest[p.key], gap(p, best))
     return chosen

@@ -251,7 +251,7 @@ def _pareto_case(front: tuple[float, float], far: tuple[float, float], predicted
 
     p = make_point(fields_of("fp16", 4, 1), ["x0", "x1", "x2"])
     metrics = [("throughput_ips", True), ("latency_ms_p90", False)]
-    state = ModelState("net", metrics, [], answer_keys=["member"], front=[front], front_far=[far])
+    state = ModelState("net", metrics, answer_keys=["member"], front=[front], front_far=[far])
     normals = {"throughput_ips": {p.key: (math.log(predicted[0]), sd)},
                "latency_ms_p90": {p.key: (math.log(predicted[1]), sd)}}
     return p, state, normals, metrics
