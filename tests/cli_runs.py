@@ -54,9 +54,14 @@ def run(env: dict, *args: str) -> subprocess.CompletedProcess:
                           env=env, cwd=REPO, timeout=600)
 
 
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """Every line of a CSV the CLI wrote (results.csv, slo_search.csv, ...) as a dict."""
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
 def one_row(out: Path) -> dict:
     """The single row of the single run folder under `out`."""
     (run_dir,) = [d for d in out.iterdir() if d.is_dir()]
-    with open(run_dir / "results.csv", newline="") as fh:
-        (row,) = list(csv.DictReader(fh))
+    (row,) = read_rows(run_dir / "results.csv")
     return row

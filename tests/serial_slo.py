@@ -8,11 +8,11 @@ floor(1 / (sleep_s * rate_hz)).
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import yaml
+from cli_runs import read_rows
 
 from edgebench.cli import main
 
@@ -36,11 +36,6 @@ def serial_slo_profile(folder: Path, name: str, option_sets: list[dict[str, Any]
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def slo_bench(cache: Path, profile: Path, out: Path, *flags: str) -> tuple[Path, list[dict[str, str]],

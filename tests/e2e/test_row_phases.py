@@ -3,28 +3,25 @@ results.csv, one probe reused across batches, and the report's "time outside mea
 
 from __future__ import annotations
 
-import csv
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from cli_runs import null_profile
+from cli_runs import cli, cli_env, null_profile, read_rows
 from repo_paths import REPO
 
 
 def test_rows_record_phases_reuse_one_probe_and_the_report_sums_setup(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": str(tmp_path / "cache")}
+    env = cli_env(tmp_path / "cache")
     profile = null_profile(tmp_path, "phases", sweep={"batches": [1, 2]}, run={"accuracy_samples": 4})
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "edgebench", "bench", "--device", str(profile), "--out",
-                          str(tmp_path / "runs")], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    out = cli(env, "bench", "--device", str(profile), "--out", str(tmp_path / "runs"), timeout=300)
     cli_wall_s = time.monotonic() - t0
     assert out.returncode == 0, out.stderr[-2000:]
     run_dir = next((tmp_path / "runs").iterdir())
-    rows = list(csv.DictReader(open(run_dir / "results.csv")))
+    rows = read_rows(run_dir / "results.csv")
     assert [r["batch"] for r in rows] == ["1", "2"]
     # one probe process for both batches; the second row names the first's
     assert rows[0]["probe"].startswith("row 0 (batch 1, pid ") and rows[1]["probe"] == rows[0]["probe"]

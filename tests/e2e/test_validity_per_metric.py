@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runs import cli, null_profile, shared_cache_env
+from cli_runs import cli, null_profile, read_rows, shared_cache_env
 from repo_paths import REPO
 
 from edgebench.commands.options import EXIT_NOTHING_MEASURED
@@ -29,16 +29,11 @@ def slow_null_profile(tmp_path: Path) -> Path:
                              "stability_tolerance_pct": 60.0})
 
 
-def rows_of(run_dir: Path) -> list[dict]:
-    with open(run_dir / "results.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def test_a_window_too_short_for_a_p99_gives_an_ok_row_with_the_p99_empty_and_its_reason_then_resume(env, tmp_path):
     out = cli(env, "bench", "--device", str(slow_null_profile(tmp_path)), "--out", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stdout + out.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
-    (row,) = rows_of(run_dir)
+    (row,) = read_rows(run_dir / "results.csv")
     assert row["status"] == "ok", row["reason"]
     assert 10 <= int(row["inferences"]) < 64
     assert row["latency_ms_p50"] and not row["latency_ms_p90"] and not row["latency_ms_p99"]
@@ -58,7 +53,7 @@ def test_a_window_too_short_for_a_p99_gives_an_ok_row_with_the_p99_empty_and_its
     resumed = cli(env, "bench", "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "1 row(s) were invalid by the retired rule" in resumed.stdout
-    (again,) = rows_of(run_dir)
+    (again,) = read_rows(run_dir / "results.csv")
     assert again["status"] == "ok" and not again["latency_ms_p99"]
     with open(run_dir / "attempts.csv", newline="") as fh:
         (attempt,) = list(csv.DictReader(fh))

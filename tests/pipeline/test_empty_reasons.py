@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import csv
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_runs import null_profile
-from repo_paths import REPO
+from cli_runs import cli, cli_env, null_profile, read_rows
 
 from edgebench.config.profile import load_profile
 from edgebench.config.run_config import RunConfig
@@ -57,14 +53,11 @@ def test_a_repeated_sweep_numbers_its_rows_and_states_empty_columns(tmp_path: Pa
     profile = null_profile(tmp_path, "rep", sweep={"batches": [1, 2]},
                            run={"warmup_s": 0.05, "duration_s": 0.2, "max_duration_s": 2.0, "repeats": 2},
                            telemetry={"samplers": ["host"], "idle_baseline_s": 0})
-    env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE")
-           or str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "edgebench", "bench", "--device", str(profile), "--out",
-                           str(tmp_path / "runs")], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    env = cli_env(Path(os.environ.get("EDGEBENCH_CACHE") or tmp_path / "cache"))
+    proc = cli(env, "bench", "--device", str(profile), "--out", str(tmp_path / "runs"), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run,) = (tmp_path / "runs").iterdir()
-    with open(run / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = read_rows(run / "results.csv")
     assert sorted((r["batch"], r["repeat"]) for r in rows) == [("1", "0"), ("1", "1"), ("2", "0"), ("2", "1")]
     assert len({r["config_hash"] for r in rows}) == 4  # repeats are distinct configurations for --resume
     for r in rows:

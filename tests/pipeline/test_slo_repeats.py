@@ -4,7 +4,8 @@ end with the null backend on a serial simulated device (tiny windows), including
 
 from __future__ import annotations
 
-from serial_slo import read_rows, serial_options, serial_slo_profile, slo_bench
+from cli_runs import read_rows
+from serial_slo import serial_options, serial_slo_profile, slo_bench
 
 from edgebench.cli import main
 from edgebench.config.run_config import RunConfig

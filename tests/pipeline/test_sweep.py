@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import cli_env
+from cli_runs import cli, cli_env, read_rows
 from repo_paths import REPO
 
 from edgebench.results.schema import COLUMNS
@@ -29,13 +28,7 @@ def cache_env(tmp_path_factory) -> dict:
 
 
 def bench(env: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgebench", "bench", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=timeout)
-
-
-def read_rows(run_dir: Path) -> list[dict]:
-    with open(run_dir / "results.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
+    return cli(env, "bench", *args, timeout=timeout)
 
 
 def only_run_dir(out: Path) -> Path:
@@ -48,7 +41,7 @@ def test_smoke_sweep_writes_citable_rows(cache_env, tmp_path):
     out = bench(cache_env, "--device", "smoke", "--batches", "1", "--out", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     run_dir = only_run_dir(tmp_path)
-    rows = read_rows(run_dir)
+    rows = read_rows(run_dir / "results.csv")
     header = list(rows[0].keys())
     assert header == [c.name for c in COLUMNS]
     for name in REQUIRED:
@@ -107,7 +100,7 @@ def test_harness_killed_mid_sweep_then_resume_loses_and_duplicates_nothing(cache
     results = None
     while time.monotonic() < deadline:
         found = [d for d in tmp_path.iterdir() if (d / "results.csv").exists()]
-        if found and len(read_rows(found[0])) >= 2:
+        if found and len(read_rows(found[0] / "results.csv")) >= 2:
             results = found[0]
             break
         assert proc.poll() is None, "sweep ended before it could be killed"
@@ -119,13 +112,13 @@ def test_harness_killed_mid_sweep_then_resume_loses_and_duplicates_nothing(cache
     # instances notice their harness is gone and exit on their own
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, f"orphaned instance processes: {[p.pid for p in alive]}"
-    before = read_rows(results)
+    before = read_rows(results / "results.csv")
     assert 2 <= len(before) < 4
 
     out = bench(cache_env, "--resume", str(results))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "already done" in out.stdout
-    after = read_rows(results)
+    after = read_rows(results / "results.csv")
     hashes = [r["config_hash"] for r in after]
     assert len(after) == 4 and len(set(hashes)) == 4, hashes
     # rows written before the kill are kept unchanged and in order (failed ones are retried, kept in attempts.csv)
@@ -156,8 +149,8 @@ def test_crashed_instance_fails_its_row_and_the_sweep_goes_on(tmp_path):
     rows = run_sweep([PlannedRun(crash, None), PlannedRun(good, None)], profile, run_dir, store, models)
     assert rows[0]["status"] == "failed" and rows[1]["status"] in ("ok", "invalid")
     assert "instance 1" in rows[0]["reason"] and "SIGKILL" in rows[0]["reason"]
-    assert [r["status"] for r in read_rows(run_dir)][0] == "failed"
-    assert float(read_rows(run_dir)[1]["throughput_ips"]) > 0
+    assert [r["status"] for r in read_rows(run_dir / "results.csv")][0] == "failed"
+    assert float(read_rows(run_dir / "results.csv")[1]["throughput_ips"]) > 0
 
 
 def test_onnx_whose_input_contradicts_the_config_is_refused(tmp_path):
@@ -189,7 +182,7 @@ def test_export_then_run_an_external_onnx_through_int8(cache_env, tmp_path):
                           "--batch", "2", "--instances", "2", "--mode", "streams", "--duration", "0.5",
                           "--out", str(runs)], capture_output=True, text=True, env=cache_env, cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    (row,) = read_rows(only_run_dir(runs))
+    (row,) = read_rows(only_run_dir(runs) / "results.csv")
     assert row["model"] == "tiny" and row["precision"] == "int8" and row["mode"] == "streams"
     assert row["placement"] == "cpu+cpu" and row["batch"] == "2"
     assert row["status"] in ("ok", "invalid") and float(row["throughput_ips"]) > 0
@@ -225,5 +218,5 @@ def test_rows_of_one_model_reuse_warm_workers_and_none_outlive_the_sweep(tmp_pat
                                                 "warm: 1 of 1 reused", "warm: 2 of 2 reused"]
     else:
         assert [r["workers"] for r in rows] == ["fresh"] * 4
-    assert [r["workers"] for r in read_rows(run_dir)] == [r["workers"] for r in rows]
+    assert [r["workers"] for r in read_rows(run_dir / "results.csv")] == [r["workers"] for r in rows]
     assert multiprocessing.active_children() == []  # the pool was retired with the sweep
