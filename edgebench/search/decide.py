@@ -226,7 +226,8 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key])
         by_pred[p.key].p_change, by_pred[p.key].p_feasible = prob, p_feasible
         scored.append((prob, p))
-    prob, p = max(scored, key=lambda t: (t[0], -points.index(t[1])))
+    order = {q.key: i for i, q in enumerate(points)}  # ties: the earlier point of the plan's order
+    prob, p = max(scored, key=lambda t: (t[0], -order[t[1].key]))
     what = ("another repeat" if usable[p.key] else "the next repeat (its rows so far are invalid)" if status[p.key]
             else "not measured yet")
     return Pick("explore", p.key, _next_rows(p, rows, 1), f"{p.label}: {what}, P(changes the answer) = {prob:.3f}",
