@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from edgebench.config.typed import BaseModel, ConfigDict, Field, JsonDict
+from edgebench.config.typed import BaseModel, ConfigDict, Field, JsonDict, field_validator
 
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "amp", "int8"]
 Mode = Literal["process", "streams"]
@@ -79,6 +79,12 @@ class SweepSection(Section):
     values: dict[str, int | float] | None = Field(
         default=None, description="fixed input values by input name, {sr: 16000} (--value sr:16000): every model of "
                                   "the sweep with that input is fed the constant (timing, calibration, accuracy)")
+
+    @field_validator("backends", mode="before")
+    @classmethod
+    def _yaml_null_is_the_null_backend(cls, value: Any) -> Any:
+        """`backends: [null]` unquoted: YAML reads the null backend's name as nothing; here it can only mean it."""
+        return ["null" if item is None else item for item in value] if isinstance(value, list) else value
 
 
 class RunSection(Section):

@@ -121,3 +121,14 @@ def test_backend_options_are_models_with_their_texts():
         trt_options({"int8_calibration": "x"})
     with pytest.raises(BackendError, match=r"null backend: option sleep_s=True must be a number >= 0"):
         null_options({"sleep_s": True})
+
+
+def test_an_unquoted_null_backend_is_the_null_backend(tmp_path):
+    """YAML reads `backends: [null]` as [None]; in the backends field it can only mean the backend named null
+    (issue 37). Elsewhere a null item is still the type error it was."""
+    path = tmp_path / "p.yaml"
+    path.write_text("extends: base\nsweep:\n  backends: [null, ort]\n")
+    assert load_profile(str(path)).sweep.backends == ["null", "ort"]
+    path.write_text("extends: base\nsweep:\n  models: [null]\n")
+    with pytest.raises(ConfigError, match=r"field 'sweep.models': expected list\[str\], got list \[None\]"):
+        load_profile(str(path))
