@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import traceback
+
 
 class EdgebenchError(Exception):
     """Base class: the CLI prints these as one line, never a traceback."""
@@ -41,3 +43,36 @@ class DiskFullError(EdgebenchError):
     def __init__(self, message: str, run_dir: str) -> None:
         super().__init__(message)
         self.run_dir = run_dir
+
+
+# ------------------------------------------------------------------ an exception as a user-visible reason
+
+SITE_DIRS = ("site-packages", "dist-packages")
+
+
+def exc_message(exc: BaseException, *, first_line: bool = False, limit: int | None = None) -> str:
+    """What `exc` says: str(exc) (only its first line with `first_line`, cut at `limit` characters). An exception
+    raised with no message (a bare `assert` in a library, `raise RuntimeError()`) says where it was raised instead,
+    'no message, raised at onnxruntime/quantization/quant_utils.py:88 in f: assert x', or else its repr."""
+    text = str(exc).strip()
+    if text:
+        if first_line:
+            text = text.splitlines()[0]
+    else:
+        frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+        if frames:
+            last = frames[-1]
+            parts = last.filename.replace("\\", "/").split("/")
+            site = max((i for i, part in enumerate(parts) if part in SITE_DIRS), default=-1)
+            where = "/".join(parts[site + 1:] if site >= 0 else parts[-3:])
+            code = f": {' '.join(last.line.split())[:120]}" if last.line else ""
+            text = f"no message, raised at {where}:{last.lineno} in {last.name}{code}"
+        else:
+            text = f"no message ({exc!r})"
+    return text[:limit] if limit is not None else text
+
+
+def exc_text(exc: BaseException, *, first_line: bool = False, limit: int | None = None) -> str:
+    """'Type: message' for a reason, a note or an error a user reads; never 'AssertionError: ' with nothing after it
+    (exc_message says where a message-less exception was raised)."""
+    return f"{type(exc).__name__}: {exc_message(exc, first_line=first_line, limit=limit)}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from edgebench.errors import BackendError
+from edgebench.errors import BackendError, exc_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Backend
@@ -50,4 +50,4 @@ def get_backend(name: str) -> Backend:
     try:
         return cls()  # type: ignore[no-any-return]
     except Exception as exc:
-        raise BackendError(f"backend {name!r}: {cls_name}() failed: {type(exc).__name__}: {exc}") from None
+        raise BackendError(f"backend {name!r}: {cls_name}() failed: {exc_text(exc)}") from None

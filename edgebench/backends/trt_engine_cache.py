@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.atomic_files import write_bytes_atomic, write_json_atomic
+from edgebench.errors import exc_text
 from edgebench.models.artifacts import key_of, sha256_file
 
 ENGINE_FORMAT = 1  # bump when the sidecar layout changes: older entries are then rebuilt
@@ -147,7 +148,7 @@ class EngineCache:
                 else:
                     error = f"top level is {type(loaded).__name__}, not an object"
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = exc_text(exc)
         sha = sha256_file(path) if path.exists() else None
         decision = decide(key, path.exists(), sidecar, error, sha)
         return CachedEngine(path, sidecar or {}, decision)

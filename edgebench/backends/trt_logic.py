@@ -25,7 +25,7 @@ from edgebench.backends.trt_engine_cache import EngineKey
 from edgebench.backends.trt_profile import optimisation_profile
 from edgebench.config.typed import Field
 from edgebench.device.jetson import dla_nodes
-from edgebench.errors import BackendError
+from edgebench.errors import BackendError, exc_text
 from edgebench.placement import Placement
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -200,7 +200,7 @@ def detect_env(root: Path | str = "/") -> TrtEnv:
     except ImportError as exc:
         facts = {"trt_version": None, "missing_reason": f"{INSTALL_HINT} ({exc.msg})"}
     except Exception as exc:  # a broken install (missing libnvinfer.so) raises OSError and friends
-        facts = {"trt_version": None, "missing_reason": f"{INSTALL_HINT}; import failed: {type(exc).__name__}: {exc}"}
+        facts = {"trt_version": None, "missing_reason": f"{INSTALL_HINT}; import failed: {exc_text(exc)}"}
     model = jetson_model(root)
     return TrtEnv(**facts, jetson_model=model, dla_cores=count_dla_cores(root) if model else None)
 
@@ -413,7 +413,7 @@ def onnx_fixed_batch(path: str, input_name: str) -> int | None:
         proto = onnx.load(path, load_external_data=False)
     except Exception as exc:  # OSError, DecodeError, ...
         raise BackendError(f"{path}: cannot read the ONNX to size the calibration batch "
-                           f"({type(exc).__name__}: {exc})") from None
+                           f"({exc_text(exc)})") from None
     for inp in proto.graph.input:
         if inp.name == input_name:
             dims = inp.type.tensor_type.shape.dim

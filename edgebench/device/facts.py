@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from edgebench.errors import exc_text
+
 
 class Facts:
     """Gathers facts for system.json: a failing probe gives None and its reason in `unavailable`."""
@@ -31,4 +33,4 @@ def why(exc: BaseException) -> str:
         return f"{where}{exc.strerror}"
     if isinstance(exc, LookupError) and str(exc):  # our own "why" messages
         return str(exc)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return exc_text(exc)

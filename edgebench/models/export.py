@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgebench.errors import ModelError
+from edgebench.errors import ModelError, exc_message, exc_text
 from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
 from edgebench.models.builtin import build_builtin
 from edgebench.models.inputs import GraphInput, synthetic, tensor_dtype, value_dims
@@ -117,7 +117,7 @@ def _torchvision_pretrained(spec: ModelSpec, ctor: Any, resolved: Any) -> torch.
         return ctor(weights=resolved.enum)
     except Exception as exc:  # torch.load / load_state_dict raise many kinds
         raise ModelError(f"{resolved.path}: torchvision cannot load {resolved.name} "
-                         f"({type(exc).__name__}: {_first_line(exc)})") from None
+                         f"({exc_text(exc, first_line=True)})") from None
 
 
 def _load_weights(model: torch.nn.Module, path: Path) -> None:
@@ -126,7 +126,7 @@ def _load_weights(model: torch.nn.Module, path: Path) -> None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds (pickle, zip, runtime)
-        raise ModelError(f"{path}: cannot load weights ({type(exc).__name__}: {_first_line(exc)})") from None
+        raise ModelError(f"{path}: cannot load weights ({exc_text(exc, first_line=True)})") from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
@@ -134,7 +134,7 @@ def _load_weights(model: torch.nn.Module, path: Path) -> None:
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
-        raise ModelError(f"{path}: weights do not fit the model ({_first_line(exc)})") from None
+        raise ModelError(f"{path}: weights do not fit the model ({exc_message(exc, first_line=True)})") from None
 
 
 def _recalibrate_batchnorm(model: torch.nn.Module, spec: ModelSpec, seed: int) -> None:
@@ -222,7 +222,8 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
         onnx.checker.check_model(proto, full_check=True)
         proto = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
     except Exception as exc:  # onnx raises ValidationError / InferenceError / RuntimeError
-        raise ModelError(f"{spec.name}: exported ONNX fails the checker ({_first_line(exc)})") from None
+        raise ModelError(f"{spec.name}: exported ONNX fails the checker "
+                         f"({exc_message(exc, first_line=True)})") from None
     onnx.save(proto, str(tmp))
 
     parity = _parity(spec, model, tmp, example)
@@ -300,7 +301,7 @@ def _run_exporter(spec: ModelSpec, model: torch.nn.Module, example: tuple[torch.
         if exporter == "torchscript":
             hint = f"; opset {spec.opset} needs the TorchScript exporter: try opset: {DYNAMO_MIN_OPSET} in the spec"
         raise ModelError(
-            f"{spec.name}: torch.onnx.export ({exporter}) failed: {type(exc).__name__}: {_first_line(exc)}{hint}"
+            f"{spec.name}: torch.onnx.export ({exporter}) failed: {exc_text(exc, first_line=True)}{hint}"
         ) from None
 
 
@@ -409,7 +410,7 @@ def inspect_onnx(path: Path | str) -> OnnxInfo:
         proto = onnx.load(str(path), load_external_data=False)
         onnx.checker.check_model(str(path))  # by path: also works past 2 GB and with external data
     except Exception as exc:  # DecodeError, ValidationError, OSError, ...
-        raise ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {_first_line(exc)})") from None
+        raise ModelError(f"{path}: not a valid ONNX model ({exc_text(exc, first_line=True)})") from None
     inits = {t.name for t in proto.graph.initializer}
     values = [i for i in proto.graph.input if i.name not in inits]
     if not values:
@@ -471,11 +472,6 @@ def _default_opset(proto: Any) -> int:
         if imp.domain in ("", "ai.onnx"):
             return int(imp.version)
     return 0
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _is_torchvision(spec: ModelSpec) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.errors import ModelError
+from edgebench.errors import ModelError, exc_message, exc_text
 
 QDQ_PER_CHANNEL_OPSET = 13  # DequantizeLinear's `axis` (per-channel scales) exists from opset 13
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
@@ -34,7 +34,7 @@ def opset_for_qdq(src: Path, out: Path) -> tuple[Path, str, bool]:
         ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     except Exception as exc:  # the converter raises many kinds; so does ORT on a bad result
         return src, (f"opset {opset} < {QDQ_PER_CHANNEL_OPSET}: per-tensor weights (the version converter could not "
-                     f"upgrade it: {type(exc).__name__}: {first_line(exc)})"), False
+                     f"upgrade it: {exc_text(exc, first_line=True, limit=300)})"), False
     return out, f"opset {opset} upgraded to {QDQ_PER_CHANNEL_OPSET} (onnx version converter) for per-channel Q/DQ", True
 
 
@@ -73,12 +73,8 @@ def check_loads(name: str, path: Path) -> None:
     try:
         ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as exc:  # ORT raises its own kinds
-        raise ModelError(f"{name}: the int8 QDQ file does not load in ONNX Runtime ({first_line(exc)})") from None
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+        raise ModelError(f"{name}: the int8 QDQ file does not load in ONNX Runtime "
+                         f"({exc_message(exc, first_line=True, limit=300)})") from None
 
 
 def nothing_quantized(sidecar: Mapping[str, Any], onnx_path: str | Path) -> str | None:

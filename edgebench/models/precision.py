@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.config.shapes import parse_shapes
-from edgebench.errors import ModelError
+from edgebench.errors import ModelError, exc_text
 from edgebench.models.artifacts import Artifact, Artifacts
 from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
 from edgebench.models.export import inspect_onnx
@@ -41,7 +41,7 @@ from edgebench.models.inputs import (
     vocab_from,
     with_values,
 )
-from edgebench.models.int8_graph import check_loads, custom_domain_nodes, first_line, opset_for_qdq
+from edgebench.models.int8_graph import check_loads, custom_domain_nodes, opset_for_qdq
 from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import ModelSpec
@@ -199,7 +199,7 @@ def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
 
         quant_pre_process(str(src), str(out), skip_symbolic_shape=False)
     except Exception as exc:  # it raises many kinds on graphs it cannot handle
-        return src, f"skipped: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return src, f"skipped: {exc_text(exc, first_line=True)}"
     return out, "quant_pre_process"
 
 
@@ -255,7 +255,8 @@ def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray]
         raise ModelError(f"{spec.name}: int8 quantization found no calibration range for tensor '{tensor}' "
                          f"(quantizer KeyError {key!r}); the node producing it could not be calibrated") from None
     except Exception as exc:  # the quantizer raises many kinds
-        raise ModelError(f"{spec.name}: int8 quantization failed ({type(exc).__name__}: {first_line(exc)})") from None
+        raise ModelError(f"{spec.name}: int8 quantization failed "
+                         f"({exc_text(exc, first_line=True, limit=300)})") from None
 
 
 # --------------------------------------------------------------------------- external ONNX

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgebench.errors import ConfigError, ModelError
+from edgebench.errors import ConfigError, ModelError, exc_text
 from edgebench.models.artifacts import sha256_file
 from edgebench.models.preprocess import Preprocess
 
@@ -118,9 +118,8 @@ def fetch_torchvision(enum: Any, full_name: str) -> Path:
     try:
         enum.get_state_dict(progress=True, check_hash=True)  # torchvision's loader -> torch hub cache
     except Exception as exc:  # URLError, OSError, hash mismatch RuntimeError, ...
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ModelError(f"weights torchvision:{full_name} are not cached and the download failed "
-                         f"({type(exc).__name__}: {first}): {how}") from None
+                         f"({exc_text(exc, first_line=True)}): {how}") from None
     finally:
         socket.setdefaulttimeout(old)
     if not path.is_file():

@@ -12,6 +12,7 @@ from edgebench.backends.registry import get_backend
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.system import board_name
+from edgebench.errors import exc_text
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.models.inputs import random_scalars_note, sample_count
 from edgebench.models.int8_graph import nothing_quantized
@@ -174,8 +175,8 @@ def accuracy_part(spec: ModelSpec, models: ModelCache, feeds: dict[str, np.ndarr
         num_classes = spec.num_classes if spec.source != "onnx" else None  # an external file states no classes
         agreements = compare_outputs(_by_name(outputs, reference), reference, num_classes)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own types (InvalidArgument, Fail, ...)
-        text = " ".join(str(exc).split())[:300]
-        return {}, [f"accuracy not compared: {type(exc).__name__}: {text}"]
+        text = " ".join(exc_text(exc).split())[:300]
+        return {}, [f"accuracy not compared: {text}"]
     skipped = [a.text() for a in agreements if a.note]
     return row_fields(agreements), (["accuracy not compared for " + "; ".join(skipped)] if skipped else [])
 

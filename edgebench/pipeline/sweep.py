@@ -27,7 +27,7 @@ from edgebench.atomic_files import write_bytes_atomic
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
-from edgebench.errors import DiskFullError, EdgebenchError
+from edgebench.errors import DiskFullError, EdgebenchError, exc_text
 from edgebench.pipeline.cooldown import Thermal
 from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
@@ -198,7 +198,7 @@ def _assemble(facts: RowFacts, row_dir: Path) -> dict[str, Any]:
 def _internal_error(exc: BaseException, row_dir: Path) -> str:
     row_dir.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(row_dir / "error.txt", traceback.format_exc().encode())
-    return f"internal error {type(exc).__name__}: {exc} (traceback in {row_dir / 'error.txt'})"
+    return f"internal error {exc_text(exc)} (traceback in {row_dir / 'error.txt'})"
 
 
 def disk_full_cause(exc: BaseException | None) -> OSError | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from edgebench.commands.options import EXIT_INTERRUPTED
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, exc_text
 from edgebench.remote.board import (
     BoardResult,
     RemoteOptions,
@@ -167,7 +167,7 @@ def main(argv: list[str], cache: str | None = None) -> int:
         except EdgebenchError as exc:  # e.g. a model that fails to export for this board
             res = BoardResult(host, ok=False, message=str(exc))
         except Exception as exc:  # one board's bug must not take the others down
-            res = BoardResult(host, ok=False, message=f"{type(exc).__name__}: {exc}")
+            res = BoardResult(host, ok=False, message=exc_text(exc))
         results[host] = res
 
     threads = [threading.Thread(target=work, args=(h,), name=f"remote-{h}", daemon=True) for h in hosts]

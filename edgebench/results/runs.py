@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, exc_text
 from edgebench.results.confine import link_problem
 from edgebench.results.reader import read_lines_table
 from edgebench.results.schema import COLUMN_NAMES, STATUSES
@@ -127,7 +127,7 @@ def _side_file(folder: Path, name: str, parse: Callable[[str], Any], what: str, 
     try:
         return parse(path.read_text())
     except Exception as exc:  # noqa: BLE001 - an unreadable side file is reported, not fatal (yaml has its own errors)
-        notes.append(f"{path}: unreadable ({type(exc).__name__}: {exc})")
+        notes.append(f"{path}: unreadable ({exc_text(exc)})")
         return None
 
 

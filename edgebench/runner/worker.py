@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
+from edgebench.errors import exc_text
 from edgebench.runner.arrivals import StreamSchedule, arrival_seed_of
 from edgebench.runner.messages import Done, Error, Message, Phase, Ready
 
@@ -78,10 +79,8 @@ def initial_capacity(rate_ips: float, duration_s: float) -> int:
 
 
 def describe(exc: BaseException) -> str:
-    """'Type: message', one line, for the orchestrator's reason."""
-    name = type(exc).__name__
-    text = " ".join(str(exc).split())
-    return f"{name}: {text}" if text else name
+    """'Type: message', one line, for the orchestrator's reason (a message-less one says where it was raised)."""
+    return " ".join(exc_text(exc).split())
 
 
 def allocate_timestamps(capacity: int, rows: int = 2) -> list[np.ndarray]:

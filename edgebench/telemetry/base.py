@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from edgebench.errors import exc_text
+
 
 @dataclass(frozen=True)
 class Channel:
@@ -114,7 +116,7 @@ def sample_on_grid(stop: threading.Event, interval_s: float, first_ns: int, samp
         try:
             sample()
         except Exception as exc:  # noqa: BLE001 - say why the timeline ends early
-            timeline.notes.append(f"{name} sampler stopped early: {type(exc).__name__}: {exc}")
+            timeline.notes.append(f"{name} sampler stopped early: {exc_text(exc)}")
             return
         next_ns += interval_ns
         now = time.monotonic_ns()

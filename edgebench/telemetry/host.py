@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgebench.errors import exc_text
 from edgebench.telemetry.base import Channel, PollingSampler, RowChannel, Timeline
 
 _PACKAGE_ZONE = re.compile(r"^intel-rapl:(\d+)$")
@@ -200,7 +201,7 @@ class HostSampler(PollingSampler):
         try:
             self._sample()  # the last sample closes the measured window
         except Exception as exc:
-            tl.notes.append(f"host sampler: final sample failed: {type(exc).__name__}: {exc}")
+            tl.notes.append(f"host sampler: final sample failed: {exc_text(exc)}")
 
     def _finish(self, tl: Timeline) -> Timeline:
         self.stop_ns = time.monotonic_ns()

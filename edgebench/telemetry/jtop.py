@@ -40,6 +40,7 @@ import threading
 import time
 from typing import Any
 
+from edgebench.errors import exc_message, exc_text
 from edgebench.telemetry.base import Channel, RowChannel, SamplerBase, Timeline
 from edgebench.telemetry.jetson_rails import RailMap, power_supply_rails, rail_channel, rail_map
 
@@ -65,7 +66,7 @@ def jtop_status() -> str | None:
 
 def explain_jtop_error(exc: BaseException) -> str:
     """jtop's exception as 'cause; fix' for a timeline note."""
-    text = " ".join(str(exc).split())
+    text = " ".join(exc_message(exc).split())
     low = text.lower()
     if "not active" in low:
         return (f"jtop service is not active ({JTOP_SOCKET} missing or nobody listening); fix: "
@@ -232,7 +233,7 @@ class JtopSampler(SamplerBase):
             if not self._observer_failed and self._timeline is not None:
                 self._observer_failed = True
                 self._timeline.notes.append(f"{FAULT_PREFIX}jtop sample could not be decoded: "
-                                            f"{type(exc).__name__}: {exc} (later ticks still tried)")
+                                            f"{exc_text(exc)} (later ticks still tried)")
 
     def _record(self, client: Any) -> bool:
         """Append the client's current data unless it is the tick already recorded. Caller holds the lock."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, exc_text
 from edgebench.placement import placements_of
 from edgebench.telemetry.base import Channel, PollingSampler, RowChannel, Timeline
 
@@ -79,7 +79,7 @@ def _import_nvml() -> Any:
 def _why(nvml: Any, exc: BaseException) -> str:
     if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", object()):
         return "NOT_SUPPORTED"
-    return f"{type(exc).__name__}: {exc}"
+    return exc_text(exc)
 
 
 def _text(value: Any) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from edgebench.errors import ConfigError
+from edgebench.errors import ConfigError, exc_text
 from edgebench.telemetry import catalog
 from edgebench.telemetry.base import Sampler, Timeline
 from edgebench.telemetry.host import COST_NOTE_PREFIX
@@ -50,7 +50,7 @@ def sampler_availability(sysfs_root: str | Path = "/") -> dict[str, str | None]:
         try:
             out[name] = missing(sysfs_root)
         except Exception as exc:  # a broken check must not break doctor
-            out[name] = f"availability check failed: {type(exc).__name__}: {exc}"
+            out[name] = f"availability check failed: {exc_text(exc)}"
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from edgebench.errors import EdgebenchError
+from edgebench.errors import EdgebenchError, exc_text
 from edgebench.telemetry import nvml as nvml_module  # module-qualified: tests stand in for _import_nvml
 from edgebench.telemetry.jetson_throttle import _gpu_devfreq
 
@@ -75,18 +75,18 @@ class NvmlProbe:
             self.nvml.nvmlInit()
             self.handle = self.nvml.nvmlDeviceGetHandleByIndex(device_index)
         except Exception as exc:  # noqa: BLE001 - NVMLError and its subclasses
-            raise EdgebenchError(f"NVML cannot open GPU {device_index}: {type(exc).__name__}: {exc}") from None
+            raise EdgebenchError(f"NVML cannot open GPU {device_index}: {exc_text(exc)}") from None
 
     def read(self) -> tuple[float | None, float | None]:
         temp = clock = None
         try:
             temp = float(self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU))
         except Exception as exc:  # noqa: BLE001
-            self.note = f"NVML temperature: {type(exc).__name__}: {exc}"
+            self.note = f"NVML temperature: {exc_text(exc)}"
         try:
             clock = float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
         except Exception as exc:  # noqa: BLE001
-            self.note = f"NVML SM clock: {type(exc).__name__}: {exc}"
+            self.note = f"NVML SM clock: {exc_text(exc)}"
         return temp, clock
 
 

@@ -257,3 +257,20 @@ def test_int8_reduce_range_follows_the_host_and_keys_the_cache(tiny_onnx, tmp_pa
     assert again.onnx_path == arts[True].onnx_path and again.sidecar["reduce_range_reason"] == "forced True"
     # the 7-bit file runs close to fp32 on every CPU, the saturating u8s8 kernels included
     assert _cosine(_ort_run(arts[True].onnx_path, x), ref).min() > 0.99
+
+
+def test_int8_pre_process_skipped_by_a_bare_assert_says_where(tiny_onnx, tmp_path, monkeypatch):
+    """A library's bare `assert` skips quant_pre_process; the sidecar says where it was raised, not
+    'skipped: AssertionError: ' (issue 37)."""
+    from onnxruntime.quantization import shape_inference
+
+    from edgebench.models.precision import precision_artifact
+
+    def bare_assert(*_args, **_kwargs):  # a bare `assert` in the library (pytest would rewrite one written here)
+        raise AssertionError
+
+    monkeypatch.setattr(shape_inference, "quant_pre_process", bare_assert)
+    art = precision_artifact(load_model_spec("tiny_cnn"), tiny_onnx, "int8", Artifacts(tmp_path), SYNTHETIC)
+    pre = art.sidecar["pre_process"]
+    assert pre.startswith("skipped: AssertionError: no message, raised at tests/models/test_precision.py:"), pre
+    assert pre.endswith("in bare_assert: raise AssertionError")
