@@ -130,6 +130,7 @@ def metrics_columns(f: RowFacts, row: Row) -> Columns:
         "samples": s.samples,
         "per_instance_ips": ";".join(f"{v:.6g}" for v in s.per_instance_ips),
         "stability_pct": s.stability_pct,
+        "stability_bound_pct": s.stability_bound_pct,
         **{f"latency_ms_{k}": s.latency_ms.get(k) for k in ("mean", "p50", "p90", "p95", "p99", "max", "min")},
     }
 

@@ -94,7 +94,13 @@ COLUMNS: list[Column] = [
     Column("per_instance_ips", "samples/s",
            "throughput of each instance in samples (not batches) per second, in instance order, ';'-joined", str, "metrics"),
     Column("stability_pct", "%",
-           "largest deviation of a sub-window's throughput from the window mean, % of the mean; invalid above run.stability_tolerance_pct", float, "metrics"),
+           "largest deviation of a sub-window's throughput from the window mean, % of the mean; invalid above run.stability_tolerance_pct "
+           "and, closed loop, above stability_bound_pct", float, "metrics"),
+    Column("stability_bound_pct", "%",
+           "closed loop: the largest sub-window deviation the row's own per-inference jitter explains, % of the mean: "
+           "z * sigma, sigma from the gaps between completions as a renewal process, z for 99% over run.sub_windows "
+           "sub-windows, Bonferroni (3.09 at 5); the row is invalid only when stability_pct exceeds both this and "
+           "run.stability_tolerance_pct; empty for fixed-rate rows (the tolerance alone)", float, "metrics"),
     # --- power and energy
     Column("power_w_max", "W", "highest power sample inside the window", float, "telemetry"),
     Column("energy_j", "J", "energy over the window, all instances", float, "telemetry"),
