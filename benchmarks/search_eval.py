@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.answer import Limits, answer_from_runs, tied_with_best, with_accuracy_drop
-from edgebench.report.candidates import IDENTITY, load_source
-from edgebench.report.pareto import membership_settled, pareto_fronts
+from edgebench.answer.best import Limits, answer_from_runs, tied_with_best, with_accuracy_drop
+from edgebench.answer.candidates import IDENTITY, load_source
+from edgebench.answer.pareto import membership_settled, pareto_fronts
 from edgebench.results.runs import Run
 from edgebench.search.decide import EXPLORE_MIN_PROB, decide
 from edgebench.search.goal import Goal, ModelState, current_answer, point_key

@@ -213,7 +213,7 @@ def test_size_reason_is_read_from_the_docstring(tmp_path, text, expected):
 
 # ------------------------------------------------------------------ stages: which folder may import which
 
-# The tree reads config -> models -> backends -> runner -> pipeline -> results -> report, with the command
+# The tree reads config -> models -> backends -> runner -> pipeline -> results -> answer -> report, with the command
 # layer on top. A stage is the folder right under edgebench/ (or a top-level module: errors, atomic_files,
 # cli). Each may import only the stages listed here (its own modules always); the list itself is acyclic.
 LOWEST = {"errors", "atomic_files", "placement", "edgebench"}  # `edgebench` = the package's __init__ (its __version__)
@@ -233,14 +233,16 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "results": LOWEST | {"config"},  # the row's parts come in as plain dicts/dataclasses
     "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                           "results"},
-    "report": LOWEST | {"config", "results"},
-    # the adaptive search: decides over the answer layer's view of measured rows, measures through the sweep
-    "search": LOWEST | {"config", "results", "report", "pipeline"},
+    # the decision layer: candidates, limits on every repeat, intervals, best, Pareto (renders nothing)
+    "answer": LOWEST | {"config", "results"},
+    "report": LOWEST | {"config", "results", "answer"},
+    # the adaptive search: decides through the answer layer, renders its end through report, measures through the sweep
+    "search": LOWEST | {"config", "results", "answer", "report", "pipeline"},
     "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation",
                           "results"},  # results.reader: the console shows typed rows
     "remote": LOWEST | {"config", "models", "commands"},
     "cli": LOWEST | {"commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
-                     "pipeline", "results", "report", "remote", "search"},
+                     "pipeline", "results", "answer", "report", "remote", "search"},
     "__main__": {"cli"},
 }
 

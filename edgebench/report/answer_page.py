@@ -11,10 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.answer import answer_from_runs, search_note
+from edgebench.answer.best import answer_from_runs, search_note
+from edgebench.answer.pareto import ParetoFront
 from edgebench.report.paper_figures import PaperFigure
 from edgebench.report.paper_style import WIDTHS
-from edgebench.report.pareto import ParetoFront, draw_front, front_title, pareto_table
+from edgebench.report.pareto import draw_front, front_slug, front_title, pareto_table
 from edgebench.report.table_format import Table, fmt_num
 from edgebench.results.runs import Run
 
@@ -56,12 +57,12 @@ def draw_fronts(fronts: list[ParetoFront], out_dir: Path, formats: tuple[str, ..
     for front in fronts:
         if len(front.points) < 2 or not front.objectives:
             continue  # one configuration, or throughput alone: no trade-off to draw
-        fig = PaperFigure(front.slug(), "")
+        fig = PaperFigure(front_slug(front), "")
         for width in WIDTHS:
             files, caption = draw_front(front, out_dir, formats, width)
             fig.files += files
             fig.title, fig.caption = caption[0], caption[1:]
-        fig.files += [out_dir / f"{front.slug()}_{w}.caption.{e}" for w in WIDTHS for e in ("txt", "tex")]
+        fig.files += [out_dir / f"{front_slug(front)}_{w}.caption.{e}" for w in WIDTHS for e in ("txt", "tex")]
         figures.append(fig)
     return figures
 

@@ -6,7 +6,7 @@ measured in two or more runs, every run gets one line: median throughput and ene
 ok rows and their ratio to the first run given on the command line (the reference). A run with no ok row
 for a configuration keeps its line, with ok/all showing why its values are empty.
 
-Every line says how far its ratio can be read (report/comparability.py): the setup facts in which this run's
+Every line says how far its ratio can be read (answer/comparability.py): the setup facts in which this run's
 rows differ from the reference's (versions, board, power mode, threads, provider, weights, input data, engine
 cache...); a ratio between setups that differ in more than one fact is labelled CONFOUNDED.
 """
@@ -17,7 +17,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from edgebench.report.comparability import differences, pair_label, run_differences, run_facts
+from edgebench.answer.comparability import differences, pair_label, run_differences, run_facts
 from edgebench.report.table_format import Col, Table, precision_rank
 from edgebench.results.runs import Run
 

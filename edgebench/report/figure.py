@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.intervals import median_ci
+from edgebench.answer.intervals import median_ci
 from edgebench.results.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9._+]+")
@@ -41,7 +41,7 @@ class Series:
     points: list[Point] = field(default_factory=list)
     line_x: list[float] = field(default_factory=list)  # medians of ok points per x
     line_y: list[float] = field(default_factory=list)
-    # the 95% interval of each median (report.intervals); None where one ok repeat has no interval; empty for lines
+    # the 95% interval of each median (answer.intervals); None where one ok repeat has no interval; empty for lines
     # that are not medians of rows (telemetry traces, references)
     line_lo: list[float | None] = field(default_factory=list)
     line_hi: list[float | None] = field(default_factory=list)

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.candidates import Candidate, LeftOut, candidates, setups
+from edgebench.answer.candidates import Candidate, LeftOut, candidates, setups
+from edgebench.answer.intervals import METHOD, Interval, ratio_ci
 from edgebench.report.figure import slug
-from edgebench.report.intervals import METHOD, Interval, ratio_ci
 from edgebench.report.paper_style import WIDTHS, new_figure, precision_color, save, style, write_caption
 from edgebench.report.table_format import precision_rank
 from edgebench.results.confine import link_problem

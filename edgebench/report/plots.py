@@ -12,8 +12,8 @@ lists them in report order and keeps the names callers import from `edgebench.re
 
 from __future__ import annotations
 
+from edgebench.answer.comparability import run_differences
 from edgebench.report.batch_plots import energy_vs_batch, latency_vs_batch, throughput_vs_batch
-from edgebench.report.comparability import run_differences
 from edgebench.report.figure import FigureData, Point, Series, slug
 from edgebench.report.load_plots import latency_vs_load
 from edgebench.report.render import FORMATS, matplotlib_missing, render

@@ -3,7 +3,7 @@ paper figure is drawn (report.paper_style): at single-column (3.5 in) and double
 >= 7 pt at that print size, the same colour for a precision in every figure, the title and notes in a caption
 file beside the figure (not drawn into it), and one legend under the plot that names only what is drawn.
 
-Ok rows of one x are drawn as their median with the 95% interval as a bar (report.intervals; one ok repeat: the
+Ok rows of one x are drawn as their median with the 95% interval as a bar (answer.intervals; one ok repeat: the
 point alone); invalid rows are hollow markers, failed rows an x on the axis. A figure with `absent_reason` is
 refused: it has nothing to draw.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from edgebench.answer.intervals import METHOD
 from edgebench.report.figure import FigureData, Series
-from edgebench.report.intervals import METHOD
 from edgebench.report.paper_style import (
     PRECISION_COLORS,
     SINGLE_COLUMN_IN,

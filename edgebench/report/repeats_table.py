@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from edgebench.report.intervals import METHOD, median_ci
+from edgebench.answer.intervals import METHOD, median_ci
 from edgebench.report.table_format import Col, Table, precision_rank
 from edgebench.results.runs import Run
 

@@ -6,7 +6,7 @@ ok is in the table, so a precision with failed/invalid repeats is visible, not s
 Speedup = median throughput of the precision / median throughput of fp32 for the same model,
 backend, batch, instances, mode, placement and options. Its range is the most pessimistic and most
 optimistic pairing of the repeats: min(p)/max(fp32) .. max(p)/min(fp32); its confidence interval is a
-bootstrap of the ratio of medians (report/intervals.py), as is the interval of the median throughput.
+bootstrap of the ratio of medians (answer/intervals.py), as is the interval of the median throughput.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.intervals import median_ci, ratio_ci
+from edgebench.answer.intervals import median_ci, ratio_ci
 from edgebench.results.reader import typed_row
 from edgebench.results.runs import load_run
 

@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench import __version__
+from edgebench.answer.comparability import summary_lines
+from edgebench.answer.pareto import ParetoFront, pareto_fronts
 from edgebench.report.anchors import load_anchors, match_anchors
 from edgebench.report.answer_page import answer_blocks, draw_fronts, table_block
-from edgebench.report.comparability import summary_lines
 from edgebench.report.figure import slug
 from edgebench.report.layers import write_layer_page
 from edgebench.report.paper_figures import PaperFigure, paper_figures
-from edgebench.report.pareto import ParetoFront, pareto_fronts, pareto_table
+from edgebench.report.pareto import pareto_table
 from edgebench.report.plots import FORMATS, FigureData, all_figures, matplotlib_missing, render
 from edgebench.report.setup_time import HEAD as SETUP_HEAD
 from edgebench.report.setup_time import setup_table

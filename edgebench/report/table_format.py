@@ -12,14 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16", "amp", "int8")
+from edgebench.answer.candidates import PRECISION_ORDER, precision_rank  # noqa: F401  (re-exported for the tables)
+
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                   "<": r"\textless{}", ">": r"\textgreater{}"}
-
-
-def precision_rank(precision: str) -> tuple[int, str]:
-    return (PRECISION_ORDER.index(precision) if precision in PRECISION_ORDER else len(PRECISION_ORDER), precision)
 
 
 def latex_escape(text: str) -> str:

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from edgebench.answer.intervals import METHOD, Interval, median_ci
 from edgebench.report.accuracy_table import accuracy_table
 from edgebench.report.anchors import anchors_table, load_anchors, match_anchors
 from edgebench.report.compare import cross_run_table
-from edgebench.report.intervals import METHOD, Interval, median_ci
 from edgebench.report.repeats_table import repeats_table
 from edgebench.report.slo_table import slo_table
 from edgebench.report.speedup import speedup_rows

@@ -34,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgebench.report.answer import with_accuracy_drop
-from edgebench.report.candidates import empty_reason
-from edgebench.report.pareto import dominates
+from edgebench.answer.best import with_accuracy_drop
+from edgebench.answer.candidates import empty_reason
+from edgebench.answer.pareto import dominates
 from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
 from edgebench.search.surrogate import Fitted, fit, inverse, transform

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.answer.best import Limits, best_answer
+from edgebench.answer.pareto import membership_settled, pareto_fronts
 from edgebench.errors import EdgebenchError
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.pipeline.sweep import run_sweep, sweep_session
-from edgebench.report.answer import Limits, best_answer, to_text
-from edgebench.report.pareto import membership_settled, pareto_fronts, pareto_table
+from edgebench.report.answer import to_text
+from edgebench.report.pareto import pareto_table
 from edgebench.results.runs import load_run
 from edgebench.search.decide import Decision, decide
 from edgebench.search.goal import Goal
@@ -57,7 +59,7 @@ def goal_of(profile: Profile) -> Goal:
 
 
 def _fields(cfg: RunConfig) -> dict[str, Any]:
-    """The configuration's identity (report.candidates.IDENTITY) as its rows will hold it."""
+    """The configuration's identity (answer.candidates.IDENTITY) as its rows will hold it."""
     return {"model": cfg.model, "backend": cfg.backend, "precision": cfg.precision, "batch": cfg.batch,
             "instances": cfg.instances, "mode": cfg.mode, "placement": cfg.placement, "options": cfg.options_cell,
             "power_mode": cfg.power_mode, "scenario": cfg.scenario,
@@ -135,7 +137,7 @@ def _measured(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def open_members(fronts: list[Any]) -> list[str]:
-    """One line per front whose measured intervals leave configurations' places open (report.pareto's
+    """One line per front whose measured intervals leave configurations' places open (answer.pareto's
     membership_settled): the search stops when no configuration is likely to escape the members' intervals, so a
     configuration inside them ties with the front and more repeats could move it on or off."""
     lines = []

@@ -1,7 +1,7 @@
 """What the search is after, and the answer the measured rows give so far.
 
-The current answer is computed by the answer layer itself (report.answer for the best under limits,
-report.pareto for the front) over the rows measured so far, so the search stops on the answer `edgebench best` and
+The current answer is computed by the answer layer itself (answer.best for the best under limits,
+answer.pareto for the front) over the rows measured so far, so the search stops on the answer `edgebench best` and
 `edgebench report` will print for its run folder, and an answer never holds a predicted value.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.report.answer import ACCURACY_DROP, Limits, answer_from_runs, objective_column
-from edgebench.report.pareto import interval_end, pareto_fronts
+from edgebench.answer.best import ACCURACY_DROP, Limits, answer_from_runs, objective_column
+from edgebench.answer.pareto import interval_end, pareto_fronts
 from edgebench.results.runs import Run
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgebench.report.candidates import IDENTITY, Candidate
+from edgebench.answer.candidates import IDENTITY, Candidate
 
 CATEGORICAL = ("backend", "precision", "devices", "mode", "options", "power_mode", "gpu_sharing", "load")
 
@@ -41,13 +41,13 @@ def devices_of(placement: str) -> str:
 
 
 def point_label(fields: Mapping[str, Any]) -> str:
-    """The configuration's label as the answer layer writes it (report.candidates.Candidate.label: 'ort int8 b16 2x
+    """The configuration's label as the answer layer writes it (answer.candidates.Candidate.label: 'ort int8 b16 2x
     cpu' and whatever else is set), so predictions.csv, search.csv and `edgebench best` name it alike."""
     return Candidate({k: fields.get(k) for k in IDENTITY}, setup="").label()
 
 
 def make_point(fields: Mapping[str, Any], hashes: Sequence[str]) -> SearchPoint:
-    """A point from one configuration's identity (report.candidates.IDENTITY: a row's cells, or a RunConfig's as
+    """A point from one configuration's identity (answer.candidates.IDENTITY: a row's cells, or a RunConfig's as
     its rows would hold them) and its planned repeats' hashes."""
     rate = fields.get("rate_per_stream_hz")
     load = f"{rate:g}Hz {fields.get('arrival')}" if isinstance(rate, (int, float)) else ""

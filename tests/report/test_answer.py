@@ -13,8 +13,9 @@ from cli_runs import cli_env
 from repo_paths import REPO
 from test_report_tables import make_run, row
 
-from edgebench.report.answer import Limits, best_answer, to_text, with_accuracy_drop
-from edgebench.report.candidates import PERCENTILE_FLOORS, Candidate, prob_better
+from edgebench.answer.best import Limits, best_answer, with_accuracy_drop
+from edgebench.answer.candidates import PERCENTILE_FLOORS, Candidate, prob_better
+from edgebench.report.answer import to_text
 from edgebench.runner.metrics import MIN_INFERENCES_FOR
 
 
@@ -180,7 +181,7 @@ def test_bench_prints_the_answer_only_when_given_an_objective_or_a_limit(tmp_pat
 def test_a_search_run_folder_says_how_many_of_its_configurations_it_measured(tmp_path):
     """`edgebench best` over an adaptive search's run folder (search.csv + predictions.csv beside results.csv) notes
     that it is one and how many of its plan's configurations are measured; a grid run folder gets no such note."""
-    from edgebench.report.answer import search_note
+    from edgebench.answer.best import search_note
     from edgebench.results.runs import Run
 
     run = Run(path=tmp_path, rows=[])

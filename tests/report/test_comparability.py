@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_report_tables import row
 
-from edgebench.report.comparability import UNKNOWN, pair_label, run_differences, run_facts
+from edgebench.answer.comparability import UNKNOWN, pair_label, run_differences, run_facts
 from edgebench.report.compare import cross_run_table
 from edgebench.report.summary import build_report
 from edgebench.results.runs import load_runs

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_report_tables import make_run, row
 
-from edgebench.report.intervals import median_ci, ratio_ci
+from edgebench.answer.intervals import median_ci, ratio_ci
 from edgebench.report.repeats_table import repeats_table
 from edgebench.report.tables import scaling_table, speedup_table
 from edgebench.results.runs import load_run

@@ -10,16 +10,9 @@ from pathlib import Path
 import pytest
 from test_report_tables import make_run, row
 
-from edgebench.report.candidates import load_sources
-from edgebench.report.pareto import (
-    ENERGY,
-    THROUGHPUT,
-    ParetoPoint,
-    dominates,
-    mark_front,
-    pareto_fronts,
-    pareto_table,
-)
+from edgebench.answer.candidates import load_sources
+from edgebench.answer.pareto import ENERGY, THROUGHPUT, ParetoPoint, dominates, mark_front, pareto_fronts
+from edgebench.report.pareto import pareto_table
 from edgebench.results.runs import load_runs
 
 
@@ -57,8 +50,8 @@ def test_front_keeps_the_trade_offs_and_drops_the_dominated(tmp_path: Path):
 
 
 def test_front_of_points_without_latency_is_two_dimensional():
-    from edgebench.report.candidates import Candidate
-    from edgebench.report.intervals import median_ci
+    from edgebench.answer.candidates import Candidate
+    from edgebench.answer.intervals import median_ci
 
     pts = [ParetoPoint(Candidate({"model": "m"}, "s"), median_ci([t]), median_ci([e]), None)
            for t, e in ((10.0, 5.0), (20.0, 4.0), (15.0, 6.0))]

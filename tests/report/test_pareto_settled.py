@@ -4,8 +4,8 @@ none settled off."""
 
 from __future__ import annotations
 
-from edgebench.report.intervals import Interval
-from edgebench.report.pareto import THROUGHPUT, ParetoPoint, mark_front, membership_settled
+from edgebench.answer.intervals import Interval
+from edgebench.answer.pareto import THROUGHPUT, ParetoPoint, mark_front, membership_settled
 
 LATENCY = "latency_ms_p90"
 OBJECTIVES = [(THROUGHPUT, True), (LATENCY, False)]

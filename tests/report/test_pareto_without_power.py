@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_report_tables import make_run, row
 
-from edgebench.report.candidates import Candidate, LeftOut, load_sources
-from edgebench.report.intervals import median_ci
-from edgebench.report.pareto import (
+from edgebench.answer.candidates import Candidate, LeftOut, load_sources
+from edgebench.answer.intervals import median_ci
+from edgebench.answer.pareto import (
     ENERGY,
     NO_POWER,
     THROUGHPUT,
@@ -19,8 +19,8 @@ from edgebench.report.pareto import (
     ParetoPoint,
     mark_front,
     pareto_fronts,
-    pareto_table,
 )
+from edgebench.report.pareto import front_slug, pareto_table
 
 NO_RAPL = "none: RAPL not available: /sys/class/powercap does not exist (no powercap driver, or not exposed here)"
 # (precision, batch, instances) -> (throughput per repeat, p90 ms per repeat); medians in the comments
@@ -130,12 +130,12 @@ def test_figure_plots_throughput_vs_latency_without_power(tmp_path: Path):
 
     (front,) = pareto_fronts(load_sources([make_run(tmp_path / "cpu", _cpu_rows())]))
     files, lines = draw_front(front, tmp_path / "paper", ("png",), "single")
-    assert [f.name for f in files] == [f"{front.slug()}_single.png"] and imread(files[0]).shape[1] == round(3.5 * 300)
+    assert [f.name for f in files] == [f"{front_slug(front)}_single.png"] and imread(files[0]).shape[1] == round(3.5 * 300)
     assert lines[0] == f"Pareto front of my_net on {front.setup}: throughput vs p90 latency (no power measured)"
     assert lines[1].startswith("3 of 6 configurations on the front")
     assert "no power measured: y is p90 latency per batch" in lines[2]
     assert not any("power_scope" in line for line in lines)  # no power: no scope line
-    caption = (tmp_path / "paper" / f"{front.slug()}_single.caption.txt").read_text()
+    caption = (tmp_path / "paper" / f"{front_slug(front)}_single.caption.txt").read_text()
     assert caption.startswith("Pareto front of my_net") and NO_POWER in caption
 
 
@@ -162,6 +162,6 @@ def test_report_of_a_run_without_power_has_a_front_table_and_figure(tmp_path: Pa
     (front,) = rep.fronts
     assert isinstance(front, ParetoFront) and len(front.members()) == 3
     assert (tmp_path / "rep" / "tables" / "pareto.csv").is_file()
-    assert (tmp_path / "rep" / "paper" / f"{front.slug()}_single.png").is_file()
+    assert (tmp_path / "rep" / "paper" / f"{front_slug(front)}_single.png").is_file()
     summary = rep.summary_md.read_text()
     assert "Pareto front: throughput vs latency" in summary and "No front" not in summary

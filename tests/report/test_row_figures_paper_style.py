@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_report_tables import make_run, row
 
+from edgebench.answer.intervals import median_ci
 from edgebench.report.batch_plots import throughput_vs_batch
 from edgebench.report.figure import FigureData, Point, Series, series_from_rows
-from edgebench.report.intervals import median_ci
 from edgebench.report.scaling_plots import throughput_vs_instances
 from edgebench.results.runs import load_runs
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from edgebench.report.candidates import IDENTITY
+from edgebench.answer.candidates import IDENTITY
 from edgebench.search.decide import Decision, decide
 from edgebench.search.goal import Goal, current_answer
 from edgebench.search.space import SearchPoint, make_point

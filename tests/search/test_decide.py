@@ -13,7 +13,7 @@ import math
 import pytest
 from search_landscape import BATCHES, REPEATS, answer_keys, fields_of, grid, latency_ms, point_of, replay
 
-from edgebench.report.answer import Limits
+from edgebench.answer.best import Limits
 from edgebench.search.decide import MIN_SEEDS, SEED_SHARE, decide
 from edgebench.search.goal import Goal, current_answer
 from edgebench.search.space import make_point

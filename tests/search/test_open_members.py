@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from edgebench.report.intervals import Interval
-from edgebench.report.pareto import THROUGHPUT, ParetoFront, ParetoPoint
+from edgebench.answer.intervals import Interval
+from edgebench.answer.pareto import THROUGHPUT, ParetoFront, ParetoPoint
 
 pytest.importorskip("sklearn", reason="edgebench.search imports its surrogates' module (scikit-learn)")
 

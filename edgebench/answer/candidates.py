@@ -2,12 +2,12 @@
 
 A *candidate* is one configuration measured one or more times: the rows that differ only in `repeat` (and in
 what a measurement gives: numbers, run id, start time). Its value for a metric is the median over its usable
-repeats with a 95% bootstrap interval (report.intervals, the method every report table uses). Rows are read
+repeats with a 95% bootstrap interval (answer.intervals, the method every report table uses). Rows are read
 through the one typed reader (results.reader via results.runs); a results.csv given as a file (not a run folder)
 is read the same way and labelled by its device.
 
 Only comparable runs are ranked together: runs are put in one *setup* when no fact that can move a number
-(report.comparability: board, GPU, CPU, versions, clocks, MPS) has two different recorded values; a fact one run
+(answer.comparability: board, GPU, CPU, versions, clocks, MPS) has two different recorded values; a fact one run
 does not record is named as a caveat, never taken as a match or a mismatch.
 """
 
@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgebench.answer.comparability import UNKNOWN, run_facts
+from edgebench.answer.intervals import Interval, median_ci
 from edgebench.errors import EdgebenchError
 from edgebench.placement import compact_placement
-from edgebench.report.comparability import UNKNOWN, run_facts
-from edgebench.report.intervals import Interval, median_ci
-from edgebench.report.table_format import precision_rank
 from edgebench.results.reader import read_lines_table
 from edgebench.results.runs import Run, load_run, profile_name
 from edgebench.results.schema import COLUMN_NAMES
@@ -40,7 +39,12 @@ PERCENTILES = ("p99", "p95", "p90", "p50")
 # inferences a latency percentile needs before a row reports it (runner.metrics.min_inferences_for: LoadGen's
 # floors; report/ may not import runner/, so the four values are copied here and tested against it)
 PERCENTILE_FLOORS = {"p50": 10, "p90": 64, "p95": 130, "p99": 662}
+PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16", "amp", "int8")
 _NUMBER = re.compile(r"\d+(\.\d+)?")
+
+
+def precision_rank(precision: str) -> tuple[int, str]:
+    return (PRECISION_ORDER.index(precision) if precision in PRECISION_ORDER else len(PRECISION_ORDER), precision)
 
 
 @dataclass
