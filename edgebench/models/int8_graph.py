@@ -1,10 +1,12 @@
 """What an int8 QDQ build needs from the graph itself: an opset that allows per-channel Q/DQ, the nodes to leave in
 float (domains the quantizer does not know), proof that ONNX Runtime loads the result, and whether it quantized
-anything at all (nothing_quantized)."""
+anything at all (nothing_quantized), and a folder of its own to run in (working_folder)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,21 @@ from edgebench.errors import ModelError, exc_message, exc_text
 
 QDQ_PER_CHANNEL_OPSET = 13  # DequantizeLinear's `axis` (per-channel scales) exists from opset 13
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
+
+
+@contextlib.contextmanager
+def working_folder(folder: Path) -> Iterator[None]:
+    """Run the block with `folder` as the current directory, then go back. ONNX Runtime's quantization tools write
+    into the current directory: symbolic shape inference that gives up (a graph whose dims it cannot prove equal,
+    as a detector's FPN with symbolic H/W) saves sym_shape_infer_temp.onnx and a <uuid>.data file there. Run in a
+    temporary folder edgebench removes, they never land in the user's folder (issue 37); every path the block is
+    given must be absolute. The sweep's main thread builds artifacts alone (no sampler runs then)."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def opset_for_qdq(src: Path, out: Path) -> tuple[Path, str, bool]:

@@ -41,7 +41,7 @@ from edgebench.models.inputs import (
     vocab_from,
     with_values,
 )
-from edgebench.models.int8_graph import check_loads, custom_domain_nodes, opset_for_qdq
+from edgebench.models.int8_graph import check_loads, custom_domain_nodes, opset_for_qdq, working_folder
 from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import ModelSpec
@@ -162,13 +162,15 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
 
     def build(tmp: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as work:
-            upgraded, opset_note, per_channel = opset_for_qdq(fp32.path, Path(work) / "opset13.onnx")
-            source, pre = _pre_process(upgraded, Path(work) / "pre.onnx")
-            kept = custom_domain_nodes(source, Path(work) / "named.onnx")
+        out = tmp.resolve()  # absolute: the steps run in their own folder (their tools write into the cwd)
+        with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as folder, working_folder(Path(folder)):
+            work = Path(folder).resolve()
+            upgraded, opset_note, per_channel = opset_for_qdq(fp32.path.resolve(), work / "opset13.onnx")
+            source, pre = _pre_process(upgraded, work / "pre.onnx")
+            kept = custom_domain_nodes(source, work / "named.onnx")
             if kept.path is not None:
                 source = kept.path
-            _quantize(spec, source, tmp, data, reduce_range, per_channel=per_channel, exclude=kept.names)
+            _quantize(spec, source, out, data, reduce_range, per_channel=per_channel, exclude=kept.names)
         check_loads(spec.name, tmp)
         quantize_s = time.perf_counter() - t0
         proto = onnx.load(str(tmp))

@@ -4,6 +4,8 @@ real instance processes, real results.csv. Plus the model specs for a transforme
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -304,3 +306,60 @@ def test_onnx_model_spec_takes_shapes_from_the_spec_or_the_profile(files):
                                   "shapes": "image:1x3x8x8"}, "hw.yaml")
     with pytest.raises(InputError, match="hw.yaml: shapes: .*no input named 'image'"):
         resolved_spec(wrong)
+
+
+# ------------------------------------------------------------------ nothing lands in the user's folder (issue 37)
+
+def _fpn_neck(path: Path) -> Path:
+    """images [batch, 3, height, width] -> a detector neck's pattern: a full-resolution conv added to a stride-2 conv
+    upsampled x2. Symbolic shape inference cannot prove ceil(h/2)*2 == h, gives up, and (ORT 1.32) saves
+    sym_shape_infer_temp.onnx plus its weights as a <uuid>.data file (each conv's weights > 1 KiB) in the cwd, as
+    yolov8n with symbolic H/W does."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32) * 0.3, "w1"),
+             numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32) * 0.3, "w2"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    x = helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])
+    y = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 16, None, None])
+    nodes = [helper.make_node("Conv", ["images", "w1"], ["full"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["images", "w2"], ["half"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Resize", ["half", "", "scales"], ["up"], mode="nearest"),
+             helper.make_node("Add", ["full", "up"], ["features"])]
+    model = helper.make_model(helper.make_graph(nodes, "neck", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def run_in(folder: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    """`python -m edgebench run ARGS` with `folder` as the current directory."""
+    return subprocess.run([sys.executable, "-m", "edgebench", "run", *args], capture_output=True, text=True,
+                          env=env, cwd=folder, timeout=600)
+
+
+def test_int8_from_a_read_only_folder_leaves_it_as_it_was(profile, tmp_path):
+    """`edgebench run --onnx m.onnx --precision int8` from the user's folder: ONNX Runtime's pre-processing gives up
+    on the graph's shapes and its temp files go to edgebench's own temporary folder, not the cwd (read-only here;
+    root can still write there, so its listing is compared too)."""
+    model = _fpn_neck(tmp_path / "neck.onnx")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "notes.txt").write_text("the user's own file\n")
+    cwd.chmod(0o555)
+    try:
+        out = run_in(cwd, cli_env(tmp_path / "cache"), "--onnx", str(model), "--shapes", "images:1x3x32x32",
+                     "--precision", "int8", "--device", str(profile), "--out", str(tmp_path / "runs"))
+        listing = sorted(os.listdir(cwd))
+    finally:
+        cwd.chmod(0o755)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert listing == ["notes.txt"]
+    assert one_row(tmp_path / "runs")["status"] == "ok"
+    (sidecar,) = (tmp_path / "cache").glob("int8/*/neck.int8.onnx.json")
+    pre = json.loads(sidecar.read_text())["pre_process"]  # the step that wrote into the cwd did run, and gave up
+    assert pre == "skipped: Exception: Incomplete symbolic shape inference"
