@@ -67,7 +67,7 @@ from edgebench.pipeline.plan import describe, expand
 from edgebench.pipeline.slo_search import run_slo_searches
 from edgebench.pipeline.sweep import new_run_id, run_sweep
 from edgebench.remote.command import main as remote_main
-from edgebench.report.answer import bench_answer, best_text
+from edgebench.report.answer import bench_answer, best_text, next_steps
 from edgebench.report.summary import build_report
 from edgebench.report.summary import describe as describe_report
 from edgebench.results.confine import check_run_folder
@@ -300,8 +300,9 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
               "start)")
     if outcome is not None:
         print(search_text(outcome, run_dir))
-    elif (answer := bench_answer(run_dir, args)) is not None:  # --objective/--power-cap-w/--max-accuracy-drop
-        print(answer)
+    elif (answer := bench_answer(run_dir, args, by_default=profile.run.slo_ms is None)) is not None:
+        print(answer)  # the limits given, else the default objective; an SLO search's table is its own answer
+    print(next_steps(run_dir))
     status = _exit_status(counts, getattr(args, "strict", False))
     if status == EXIT_PARTIAL:
         print(f"edgebench: --strict: {counts.get('failed', 0)} failed and {counts.get('invalid', 0)} invalid "

@@ -5,13 +5,15 @@ Pure functions over typed rows (answer.candidates groups them into configuration
 
 - limits: a latency SLO on one latency percentile (p99 by default), a power cap on power_w_mean (in the row's
   power_scope, which the answer names), an accuracy floor as a drop vs FP32 in percentage points;
-- a configuration meets a limit when *every* usable repeat meets it (a capacity answer holds only if it holds on
-  every repeat); invalid, failed and skipped rows are not usable, nor an ok row whose objective or limit column
-  is empty; each is counted with why;
-- the best by the objective (median over repeats with its 95% bootstrap interval), the runner-up, and whether
-  the gap is resolved: the intervals are apart, or P(best better) >= 0.95 from an independent bootstrap of the
-  two medians; otherwise a tie within noise with a rough "measure N more repeats" (interval half-widths shrink
-  as 1/sqrt(n)).
+- a configuration meets a limit when *every* repeat that measured the limit's column meets it, an invalid repeat
+  included (a measured violation is a violation; a capacity answer holds only if it holds on every repeat); its
+  "worst repeat" is the worst of all of them. It ranks on its usable (ok) repeats, and its line names each invalid
+  repeat with its values and why. Failed and skipped rows measured nothing; an ok row whose objective column is
+  empty is not usable; each is counted with why;
+- the best by the objective (median over usable repeats with its order-statistic interval, answer.intervals,
+  whose coverage is stated), the runner-up, and whether the gap is resolved at 95%: the exact one-sided rank-sum
+  test of the two configurations' repeats (distribution-free; 3 vs 3 repeats all apart is the least that can reach
+  it). Otherwise the verdict says the confidence it has and roughly how many repeats would settle the gap.
 
 Accuracy drop (percentage points): with labelled accuracy on both sides, the FP32 row's accuracy_top1_pct (same
 model, backend and batch if measured, else the model's FP32 median) minus the row's; otherwise
@@ -33,13 +35,14 @@ from edgebench.answer.candidates import (
     Setup,
     candidates,
     load_sources,
-    prob_better,
     setups,
 )
-from edgebench.answer.intervals import Interval
+from edgebench.answer.intervals import Interval, percent, rank_test_confidence
 from edgebench.results.runs import Run
 
 LEVEL_PROB = 0.95
+# the fewest repeats per side whose exact rank test can reach LEVEL_PROB (3 vs 3 all apart: 1 - 1/20)
+LEAST_REPEATS_TO_RESOLVE = 3
 # objective name -> (column, higher is better, unit, words)
 OBJECTIVES: dict[str, tuple[str, bool, str, str]] = {
     "throughput": ("throughput_ips", True, "samples/s", "highest throughput"),
@@ -110,7 +113,7 @@ def with_accuracy_drop(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class Ranked:
     candidate: Candidate
     interval: Interval  # of the objective
-    limit_values: dict[str, float]  # column -> worst repeat (the value the limit was judged on)
+    limit_values: dict[str, float]  # column -> worst of every repeat that measured it (invalid ones included)
 
 
 @dataclass
@@ -149,35 +152,50 @@ class Answer:
         return [(a.model, a.feasible[0]) for a in self.answers if a.feasible]
 
 
-def _worst(values: list[float]) -> float:
-    return max(values)  # every limit is an upper bound
-
-
 def _verdict(best: Ranked, runner: Ranked | None, column: str, higher: bool) -> Verdict:
     if runner is None:
         return Verdict(None, "no runner-up: only one configuration meets every limit")
     a, b = best.interval, runner.interval
     va, vb = best.candidate.values(column), runner.candidate.values(column)
+    conf = rank_test_confidence(va, vb, higher)
+    behind = f"{best.candidate.repeats_text()} vs {runner.candidate.repeats_text()}"
+    if conf is not None and conf >= LEVEL_PROB - 1e-12:
+        return Verdict(True, f"resolved at {LEVEL_PROB:.0%}: the best's repeats rank above the runner-up's "
+                             f"(exact rank test, confidence {percent(conf)}; {behind})", conf)
     diff = abs((a.median or 0.0) - (b.median or 0.0))
-    if a.lo is None or b.lo is None or a.hi is None or b.hi is None:
-        return Verdict(None, "cannot tell from one repeat (no interval): measure >= 3 repeats of both "
-                             "(bench --repeats 3)")
-    apart = (a.lo > b.hi) if higher else (a.hi < b.lo)
-    prob = prob_better(va, vb, higher)
-    if apart:
-        return Verdict(True, f"resolved: the 95% intervals do not overlap (P(best better) = {prob:.3f})", prob)
-    if prob is not None and prob >= LEVEL_PROB:
-        return Verdict(True, f"resolved: P(best better) = {prob:.3f} >= {LEVEL_PROB} (bootstrap of both medians; "
-                             "the intervals overlap)", prob)
+    n = min(len(va), len(vb))
+    least = LEAST_REPEATS_TO_RESOLVE
+    if n < least:
+        more = least - n
+        return Verdict(False, f"cannot tell at {LEVEL_PROB:.0%} from {behind}: a rank test needs >= {least} usable "
+                              f"repeats of each to reach {LEVEL_PROB:.0%} (confidence now {percent(conf or 0.0)}); "
+                              f"measure {more} more of each (bench --repeats {least})", conf, more)
+    if diff == 0 or a.lo is None or a.hi is None or b.lo is None or b.hi is None:
+        return Verdict(False, f"tie: the medians are equal ({behind}); more repeats would not separate them", conf)
     half = (a.hi - a.lo) / 2 + (b.hi - b.lo) / 2
-    n = min(a.n, b.n)
-    if diff == 0 or half == 0:
-        return Verdict(False, "tie: the medians are equal; more repeats would not separate them", prob)
-    needed = math.ceil(n * (half / diff) ** 2)
-    more = max(needed - n, 1)
-    return Verdict(False, f"tie within noise (P(best better) = {prob:.3f}): the intervals overlap; roughly {more} "
-                          f"more repeat(s) of each (n = {needed}) would separate a gap this size, if it is real "
-                          "(interval width ~ 1/sqrt(n))", prob, more)
+    needed = max(math.ceil(n * (half / diff) ** 2), n + 1) if half > 0 else n + 1
+    more = needed - n
+    return Verdict(False, f"tie within noise: confidence {percent(conf or 0.0)} < {LEVEL_PROB:.0%} (exact rank test; "
+                          f"{behind}); roughly {more} more repeat(s) of each (n = {needed}) would separate a gap this "
+                          "size, if it is real (interval width ~ 1/sqrt(n))", conf, more)
+
+
+def accuracy_resolution_note(runs: list[Run], limits: Limits) -> str | None:
+    """One line when the accuracy limit is finer than one sample of the fewest samples an accuracy was measured on
+    (a drop over N samples moves in steps of 100/N pp), naming the samples a limit that fine needs; else None."""
+    limit = limits.max_accuracy_drop_pct
+    if limit is None or limit <= 0:
+        return None
+    counts = [int(r["accuracy_samples"]) for run in runs for r in run.rows
+              if r.get("precision") != "fp32" and isinstance(r.get("accuracy_samples"), int) and r["accuracy_samples"] > 0
+              and (r.get("accuracy_top1_agreement_pct") is not None or r.get("accuracy_top1_pct") is not None)]
+    if not counts or 100.0 / min(counts) <= limit:
+        return None
+    fewest = min(counts)
+    return (f"the accuracy limit {limit:g} pp is finer than one sample: accuracy was measured on as few as {fewest} "
+            f"samples, where one sample is {100.0 / fewest:.3g} pp, so a drop reads 0 or >= {100.0 / fewest:.3g} pp; a "
+            f"{limit:g} pp limit needs >= {math.ceil(100.0 / limit)} samples (run.accuracy_samples, or a labelled "
+            "accuracy.dataset that large)")
 
 
 def search_note(run: Run) -> str | None:
@@ -204,17 +222,33 @@ def tied_with_best(feasible: list[Ranked], column: str, higher: bool) -> list[Ra
     return [r for r in feasible[1:] if not _verdict(feasible[0], r, column, higher).resolved]
 
 
+def limit_miss(cand: Candidate, limits: Limits) -> str | None:
+    """The first limit some repeat of `cand` breaks, in words ('latency_ms_p90 8.47 > 6 on repeat 1 (invalid:
+    throughput unstable ...), worst of 3 repeats'), or None when every repeat that measured each limit meets it."""
+    for col, bound in limits.columns():
+        measured = cand.every_value(col)
+        if not measured:
+            continue
+        worst, row = max(measured, key=lambda vr: vr[0])  # every limit is an upper bound
+        if worst > bound:
+            which = f"repeat {row.get('repeat')}" + (f" (invalid: {row.get('reason') or 'no reason recorded'})"
+                                                      if row.get("status") == "invalid" else "")
+            return f"{col} {worst:.4g} > {bound:g} on {which}, worst of {len(measured)} repeat(s)"
+    return None
+
+
 def rank(cands: list[Candidate], column: str, higher: bool, limits: Limits
          ) -> tuple[list[Ranked], list[tuple[Candidate, str]]]:
-    """(configurations meeting every limit, best first; the others with the first limit they miss)."""
+    """(configurations whose every repeat meets every limit, best first; the others with the first limit a repeat
+    misses)."""
     feasible, missed = [], []
     for cand in cands:
-        worst = {col: _worst(cand.values(col)) for col, _bound in limits.columns()}
-        miss = next((f"{col} {worst[col]:.4g} > {bound:g} (worst of {len(cand.rows)} repeat(s))"
-                     for col, bound in limits.columns() if worst[col] > bound), None)
+        miss = limit_miss(cand, limits)
         if miss is not None:
             missed.append((cand, miss))
             continue
+        worst = {col: max(v for v, _r in cand.every_value(col)) for col, _bound in limits.columns()
+                 if cand.every_value(col)}
         feasible.append(Ranked(cand, cand.interval(column), worst))
     sign = -1.0 if higher else 1.0
     feasible.sort(key=lambda r: (sign * (r.interval.median or 0.0), r.candidate.sort_key()))
@@ -247,6 +281,8 @@ def answer_from_runs(runs: list[Run], objective: str = "throughput", limits: Lim
             verdict = (_verdict(feasible[0], feasible[1] if len(feasible) > 1 else None, column, higher)
                        if feasible else Verdict(None, "no configuration meets every limit"))
             answer.answers.append(ModelAnswer(name, setup, len(mine), feasible, missed, verdict))
+    if (coarse := accuracy_resolution_note(runs, limits)) is not None:
+        answer.notes.append(coarse)
     if model is not None and not any(r.get("model") == model for run in runs for r in run.rows):
         found = sorted({str(r.get("model")) for run in runs for r in run.rows})
         answer.notes.append(f"--model {model}: no row of that model (the runs have: {', '.join(found)})")

@@ -2,7 +2,10 @@
 
 A *candidate* is one configuration measured one or more times: the rows that differ only in `repeat` (and in
 what a measurement gives: numbers, run id, start time). Its value for a metric is the median over its usable
-repeats with a 95% bootstrap interval (answer.intervals, the method every report table uses). Rows are read
+(ok) repeats with the median's order-statistic interval (answer.intervals, the method every report table uses).
+Its *invalid* repeats are kept beside them: they are not pooled into the median (their headline could not be
+trusted), but a limit is checked on every repeat that measured the metric, an invalid one included (a measured
+violation is a violation), and every line that names the configuration names them with why. Rows are read
 through the one typed reader (results.reader via results.runs); a results.csv given as a file (not a run folder)
 is read the same way and labelled by its device.
 
@@ -53,6 +56,7 @@ class Candidate:
     setup: str
     rows: list[dict[str, Any]] = field(default_factory=list)  # the usable (ok) repeats
     run_mode: str = ""  # the run-level power mode when the rows do not record one
+    invalid_rows: list[dict[str, Any]] = field(default_factory=list)  # measured repeats whose headline is not trusted
 
     @property
     def model(self) -> str:
@@ -81,7 +85,27 @@ class Candidate:
         return " ".join(p for p in parts if p)
 
     def values(self, column: str) -> list[float]:
+        """The usable repeats' values (what the median and its interval are over)."""
         return [float(r[column]) for r in self.rows if r.get(column) is not None]
+
+    def every_value(self, column: str) -> list[tuple[float, dict[str, Any]]]:
+        """(value, row) of every repeat that measured `column`, invalid ones included: what a limit is checked on."""
+        return [(float(r[column]), r) for r in [*self.rows, *self.invalid_rows] if r.get(column) is not None]
+
+    def repeats_text(self) -> str:
+        """'3 repeats' or '1 usable repeat + 2 invalid': how many repeats are behind the numbers."""
+        usable = f"{len(self.rows)} usable repeat{'s' if len(self.rows) != 1 else ''}"
+        return usable + (f" + {len(self.invalid_rows)} invalid" if self.invalid_rows else "")
+
+    def invalid_text(self, columns: list[str]) -> str:
+        """One clause per invalid repeat: 'repeat 2 invalid (p90 8.47 ms; throughput unstable across 5 sub-windows:
+        16% from the mean)', with the values of `columns` it measured; '' when there is none."""
+        parts = []
+        for r in self.invalid_rows:
+            values = ", ".join(value_text(c, float(r[c])) for c in columns if r.get(c) is not None)
+            why = str(r.get("reason") or "no reason recorded")
+            parts.append(f"repeat {r.get('repeat')} invalid ({values + '; ' if values else ''}{why})")
+        return "; ".join(parts)
 
     def interval(self, column: str) -> Interval:
         return median_ci(self.values(column))
@@ -216,11 +240,23 @@ def empty_reason(row: dict[str, Any], column: str, keep_numbers: bool = False) -
     return "why not recorded in the row"
 
 
+def value_text(column: str, value: float) -> str:
+    """'p90 8.47 ms', 'power 41.2 W', 'accuracy drop 1.5 pp', 'throughput_ips 812.3'."""
+    unit = {"power_w_mean": " W", "accuracy_drop_pct": " pp"}.get(
+        column, " ms" if column.startswith("latency_ms") else "")
+    name = {"accuracy_drop_pct": "accuracy drop", "power_w_mean": "power"}.get(
+        column, column.replace("latency_ms_", ""))
+    return f"{name} {value:.4g}{unit}"
+
+
 def candidates(runs: list[Run], setup_label: str, needed: tuple[str, ...], left_out: LeftOut,
                model: str | None = None) -> list[Candidate]:
-    """Candidates of one setup's runs: ok rows with every `needed` column set, grouped by IDENTITY. Every other
-    row is counted in `left_out` with why (its status and reason, or the empty column and why it is empty)."""
+    """Candidates of one setup's runs: ok rows with every `needed` column set, grouped by IDENTITY, each with its
+    invalid repeats beside them (Candidate.invalid_rows: checked against limits, never pooled). A configuration
+    with no usable row is not a candidate. Every row not pooled is counted in `left_out` with why (its status and
+    reason, or the empty column and why it is empty)."""
     by_key: dict[tuple, Candidate] = {}
+    invalid: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
         run_mode = "" if run.system is None else str(
             ((run.system.get("jetson") or {}).get("nvpmodel") or {}).get("name") or "")
@@ -228,32 +264,20 @@ def candidates(runs: list[Run], setup_label: str, needed: tuple[str, ...], left_
             if model is not None and row.get("model") != model:
                 continue
             status = row.get("status") or ""
+            key = tuple(row.get(k) for k in IDENTITY)
             if status != "ok":
                 left_out.add(f"{status or 'no status'}: {_short_reason(str(row.get('reason') or ''))}")
+                if status == "invalid":
+                    invalid[key].append(row)
                 continue
             missing = next((c for c in needed if row.get(c) is None), None)
             if missing is not None:
                 left_out.add(f"{missing} empty: {empty_reason(row, missing)}")
                 continue
-            key = tuple(row.get(k) for k in IDENTITY)
             cand = by_key.get(key)
             if cand is None:
                 cand = by_key[key] = Candidate({k: row.get(k) for k in IDENTITY}, setup_label, run_mode=run_mode)
             cand.rows.append(row)
+    for key, cand in by_key.items():
+        cand.invalid_rows = invalid.get(key, [])
     return sorted(by_key.values(), key=Candidate.sort_key)
-
-
-def prob_better(a: list[float], b: list[float], higher_is_better: bool, resamples: int = 4000,
-                seed: int = 0) -> float | None:
-    """P(median of a is better than median of b) under independent bootstrap resampling of both (numpy, fixed
-    seed); None when either side has fewer than 2 values (no spread to resample). Ties count half."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ma = np.median(va[rng.integers(0, len(va), size=(resamples, len(va)))], axis=1)
-    mb = np.median(vb[rng.integers(0, len(vb), size=(resamples, len(vb)))], axis=1)
-    wins = (ma > mb) if higher_is_better else (ma < mb)
-    return float(np.mean(wins) + 0.5 * np.mean(ma == mb))

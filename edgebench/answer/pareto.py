@@ -161,7 +161,7 @@ def _with_energy(mine: list[Candidate], left_out: LeftOut) -> list[Candidate]:
             else:
                 rows.append(row)
         if rows:
-            out.append(Candidate(c.identity, c.setup, rows, run_mode=c.run_mode))
+            out.append(Candidate(c.identity, c.setup, rows, run_mode=c.run_mode, invalid_rows=c.invalid_rows))
     return out
 
 

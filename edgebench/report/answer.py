@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgebench.answer.best import ACCURACY_DROP, Answer, Limits, Ranked, best_answer
+from edgebench.answer.best import Answer, Limits, Ranked, best_answer
+from edgebench.answer.candidates import value_text
 from edgebench.answer.intervals import METHOD
 
 # ------------------------------------------------------------------------------------ text
@@ -22,26 +23,22 @@ def _limit_words(limits: Limits) -> list[str]:
     return out
 
 
-def _value(col: str, value: float) -> str:
-    unit = {"power_w_mean": " W", ACCURACY_DROP: " pp"}.get(col, " ms" if col.startswith("latency_ms") else "")
-    name = {ACCURACY_DROP: "accuracy drop", "power_w_mean": "power"}.get(col, col.replace("latency_ms_", ""))
-    return f"{name} {value:.4g}{unit}"
-
-
 def ranked_line(r: Ranked, unit: str) -> str:
     cand = r.candidate
-    limits = ", ".join(_value(c, v) for c, v in r.limit_values.items())
+    limits = ", ".join(value_text(c, v) for c, v in r.limit_values.items())
     scope = f"; power scope {cand.power_scope()}" if "power_w_mean" in r.limit_values else ""
     n = f" (n={r.interval.n})" if r.interval.n > 1 else ""
+    invalid = cand.invalid_text([r_col for r_col in r.limit_values])
     return (f"{cand.label()}: {r.interval.text()} {unit}{n}"
-            + (f"; worst repeat: {limits}" if limits else "") + scope)
+            + (f"; worst repeat: {limits}" if limits else "") + scope
+            + (f"; not pooled: {invalid}" if invalid else ""))
 
 
 def to_text(answer: Answer, top: int = 5) -> str:
     lines = [f"edgebench best: {answer.words} ({answer.column}, {answer.unit}); "
              f"median of repeats [{METHOD}]"]
     limit_words = _limit_words(answer.limits)
-    lines.append("limits: " + ("; ".join(limit_words) + ", on every repeat" if limit_words else "none given"))
+    lines.append("limits: " + ("; ".join(limit_words) + ", on every repeat that measured it (invalid ones included)" if limit_words else "none given"))
     lines.append("runs: " + "; ".join(f"{r.path} ({r.label})" for r in answer.runs))
     lines += [f"not ranked together: {s}" for s in answer.splits]
     lines += [f"note: {n}" for n in answer.notes]
@@ -90,11 +87,19 @@ def best_text(args: Any) -> str:
     return to_text(answer, top=max(int(getattr(args, "top", 5) or 5), 2))
 
 
-def bench_answer(run_dir: Path, args: Any) -> str | None:
-    """The answer `bench` prints at its end when given --objective, --power-cap-w or --max-accuracy-drop (its
-    --slo-ms, the SLO search's bound, is a limit too); None when none of them was given."""
+def bench_answer(run_dir: Path, args: Any, by_default: bool = True) -> str | None:
+    """The answer `bench` prints at its end: under --objective, --power-cap-w, --max-accuracy-drop (and --slo-ms,
+    the SLO search's bound) when given, else, with `by_default`, the default objective (highest throughput, no
+    limits) with its confidence; None when nothing was given and not `by_default` (an SLO search, whose own table
+    is its answer)."""
     limits = limits_from(args)
     objective = getattr(args, "objective", None)
-    if objective is None and limits.power_cap_w is None and limits.max_accuracy_drop_pct is None:
+    if objective is None and limits.power_cap_w is None and limits.max_accuracy_drop_pct is None and not by_default:
         return None
     return to_text(best_answer([run_dir], objective or "throughput", limits))
+
+
+def next_steps(run_dir: Path) -> str:
+    """The lines that close a bench: how to read the run, and where it is."""
+    return (f"next: edgebench report {run_dir}   (tables, figures with intervals, summary page)\n"
+            f"run folder: {run_dir}")

@@ -14,7 +14,8 @@ from repo_paths import REPO
 from test_report_tables import make_run, row
 
 from edgebench.answer.best import Limits, best_answer, with_accuracy_drop
-from edgebench.answer.candidates import PERCENTILE_FLOORS, Candidate, prob_better
+from edgebench.answer.candidates import PERCENTILE_FLOORS, Candidate
+from edgebench.answer.intervals import rank_test_confidence
 from edgebench.report.answer import to_text
 from edgebench.runner.metrics import MIN_INFERENCES_FOR
 
@@ -46,7 +47,9 @@ def test_apart_intervals_are_resolved_and_the_best_is_the_highest_median(tmp_pat
     assert best.candidate.identity["precision"] == "int8" and best.interval.median == 200.0
     assert runner.candidate.identity["precision"] == "fp32" and runner.interval.median == 101.0
     assert best.interval.n == 3 and best.interval.lo is not None and best.interval.lo > runner.interval.hi
-    assert only.verdict.resolved is True and only.verdict.prob_best_better == 1.0
+    # 3 vs 3 repeats, every one of int8 above every one of fp32: the exact rank test's p is 1/C(6,3) = 1/20
+    assert only.verdict.resolved is True and abs(only.verdict.prob_best_better - 0.95) < 1e-12
+    assert "resolved at 95%" in only.verdict.text and "3 usable repeats vs 3 usable repeats" in only.verdict.text
 
 
 def test_overlapping_repeats_are_a_tie_with_an_estimate_of_the_repeats_needed(tmp_path: Path):
@@ -66,7 +69,21 @@ def test_overlapping_repeats_are_a_tie_with_an_estimate_of_the_repeats_needed(tm
 def test_one_repeat_cannot_be_called_resolved(tmp_path: Path):
     rows = [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "int8", 1, 300.0, 0)]
     (only,) = best_answer([make_run(tmp_path / "r", rows)]).answers
-    assert only.verdict.resolved is None and "one repeat" in only.verdict.text
+    assert only.verdict.resolved is False and only.verdict.more_repeats == 2
+    assert "cannot tell at 95% from 1 usable repeat vs 1 usable repeat" in only.verdict.text
+
+
+def test_two_repeats_apart_are_not_called_resolved_at_95(tmp_path: Path):
+    """issue 34: 2 vs 2 repeats wholly apart were 'resolved: the 95% intervals do not overlap'; their [min, max]
+    covers the median 50% of the time, and the exact rank test reaches 1 - 1/6 = 83.3%, not 95%."""
+    rows = [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "fp32", 1, 101.0, 1),
+            _rep(2, "int8", 1, 300.0, 0), _rep(3, "int8", 1, 301.0, 1)]
+    answer = best_answer([make_run(tmp_path / "r", rows)])
+    (only,) = answer.answers
+    assert only.verdict.resolved is False and only.verdict.more_repeats == 1
+    assert "confidence now 83.3%" in only.verdict.text
+    text = to_text(answer)
+    assert "[300, 301] (50% interval)" in text and "resolved" not in text
 
 
 def test_a_limit_must_hold_on_every_repeat_and_unusable_rows_are_counted_with_why(tmp_path: Path):
@@ -81,7 +98,7 @@ def test_a_limit_must_hold_on_every_repeat_and_unusable_rows_are_counted_with_wh
     (only,) = answer.answers
     assert [r.candidate.identity["precision"] for r in only.feasible] == ["fp32"]
     assert [(c.identity["precision"], why) for c, why in only.missed] == \
-        [("int8", "power_w_mean 30 > 20 (worst of 2 repeat(s))")]
+        [("int8", "power_w_mean 30 > 20 on repeat 1, worst of 2 repeat(s)")]
     assert dict(answer.left_out.counts) == {
         "power_w_mean empty: why not recorded in the row": 1,
         "invalid: throughput unstable across N sub-windows: N% from the mean": 1,
@@ -141,9 +158,14 @@ def test_same_board_runs_pool_their_repeats(tmp_path: Path):
     assert only.feasible[0].interval.n == 2 and only.feasible[0].interval.median == 105.0
 
 
-def test_prob_better_is_one_half_for_identical_samples_and_none_without_spread():
-    assert abs(prob_better([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], True) - 0.5) < 0.03  # symmetric, up to resampling
-    assert prob_better([1.0], [2.0, 3.0], True) is None
+def test_rank_test_confidence_is_exact_on_hand_counted_cases():
+    # every value of one side better: only 1 of the C(6,3) = 20 splits is as extreme
+    assert rank_test_confidence([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], higher_is_better=False) == 1 - 1 / 20
+    assert rank_test_confidence([4.0, 5.0, 6.0], [1.0, 2.0, 3.0], higher_is_better=False) == 0.0
+    assert abs(rank_test_confidence([1.0, 2.0], [3.0, 4.0], higher_is_better=False) - 5 / 6) < 1e-12
+    # rank sums of {1,3} vs {2,4} lower-is-better: splits with a rank sum <= 4 are {1,2}, {1,3}: 2 of 6
+    assert abs(rank_test_confidence([1.0, 3.0], [2.0, 4.0], higher_is_better=False) - (1 - 2 / 6)) < 1e-12
+    assert rank_test_confidence([], [2.0, 3.0], True) is None
 
 
 def test_percentile_floors_match_the_runner():
@@ -164,14 +186,17 @@ def test_cli_best_on_a_results_csv_file(tmp_path: Path):
     assert bad.returncode == 2 and "neither a run folder nor a results.csv" in bad.stderr
 
 
-def test_bench_prints_the_answer_only_when_given_an_objective_or_a_limit(tmp_path: Path):
+def test_bench_ends_with_the_default_answer_or_the_one_under_the_limits_given(tmp_path: Path):
     import argparse
 
     from edgebench.commands.options import parse_bench_args
     from edgebench.report.answer import bench_answer
 
     run = make_run(tmp_path / "r", [_rep(0, "fp32", 1, 100.0, 0), _rep(1, "int8", 1, 250.0, 0, power=40.0)])
-    assert bench_answer(run, parse_bench_args([])) is None
+    default = bench_answer(run, parse_bench_args([]))
+    assert default is not None and "highest throughput" in default and "limits: none given" in default
+    assert "best:      ort int8 b1 cpu: 250" in default and "cannot tell at 95%" in default
+    assert bench_answer(run, parse_bench_args([]), by_default=False) is None  # an SLO search: its table answers
     args = parse_bench_args(["--power-cap-w", "20", "--objective", "throughput"])
     assert isinstance(args, argparse.Namespace) and args.power_cap_w == 20.0
     text = bench_answer(run, args)
