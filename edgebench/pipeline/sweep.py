@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import errno
 import logging
-import os
 import shutil
 import time
 import traceback
@@ -27,20 +25,18 @@ from edgebench.atomic_files import write_bytes_atomic
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
-from edgebench.errors import DiskFullError, EdgebenchError, exc_text
+from edgebench.errors import EdgebenchError, exc_text
 from edgebench.pipeline.cooldown import Thermal
+from edgebench.pipeline.disk_full import disk_full_cause, disk_full_error, tree_bytes
 from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.pipeline.row_steps import RowFacts, build_row
-from edgebench.results.reader import HEADER_LINE
 from edgebench.results.row import Verdict, identity
 from edgebench.runner.warm_pool import WarmPool, block_needs, pool_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.results.store import ResultsStore
-
-DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 log = logging.getLogger("edgebench")
 
@@ -146,9 +142,12 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             full = disk_full_cause(exc)
             if full is None:
                 raise
+            unfinished = 0
             if not row_dir_existed:  # the row in flight is not recorded: none of its files stay as if complete
+                unfinished = tree_bytes(row_dir)
                 shutil.rmtree(row_dir, ignore_errors=True)
-            raise disk_full_error(full, run_dir, store.path) from None
+            raise disk_full_error(full, run_dir, store.path, rows_kept=next_index,
+                                  unfinished_bytes=unfinished) from None
         written.append(row)
         next_index += 1
         if on_row:
@@ -199,47 +198,3 @@ def _internal_error(exc: BaseException, row_dir: Path) -> str:
     row_dir.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(row_dir / "error.txt", traceback.format_exc().encode())
     return f"internal error {exc_text(exc)} (traceback in {row_dir / 'error.txt'})"
-
-
-def disk_full_cause(exc: BaseException | None) -> OSError | None:
-    """The 'no space left' / 'quota exceeded' OSError in exc or the exceptions it came from, else None."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None
-
-
-def _size_text(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _tree_bytes(path: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-    return total
-
-
-def disk_full_error(exc: OSError, run_dir: Path, results: Path) -> DiskFullError:
-    """One line: what could not be written, the free space there, about how much a row needs, how to go on."""
-    rows = run_dir / "rows"
-    largest = max((_tree_bytes(d) for d in rows.iterdir() if d.is_dir()), default=0) if rows.is_dir() else 0
-    need = max(largest, 1 << 20) + len(HEADER_LINE) * 4  # a row folder and its results.csv line, 1 MiB at least
-    try:
-        free = shutil.disk_usage(run_dir).free
-    except OSError:
-        free = 0
-    where = exc.filename or run_dir
-    what = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
-    return DiskFullError(
-        f"{what}: could not write {where} ({_size_text(free)} free; about {_size_text(need)} needed per row, the "
-        f"largest row folder so far); the rows in {results} are kept whole and the unfinished row was removed: "
-        f"free at least {_size_text(need)}, then resume with: edgebench bench --resume {run_dir}", str(run_dir))
