@@ -17,13 +17,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from edgebench.runner.backlog import growth_reason
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from edgebench.config.run_config import RunConfig
+    from edgebench.runner.backlog import LatencyTrend
 
 PERCENTILES = (50, 90, 95, 99)
 STABILITY_CONFIDENCE = 0.99  # family-wise, over a row's sub-windows
+STALL_FACTOR = 50.0  # a gap between completions this many times the median gap is a stall, not jitter (_gap_cv2)
 
 
 def stability_z(sub_windows: int) -> float:
@@ -164,10 +168,11 @@ def jitter_sigma_pct(ends: Sequence[np.ndarray], edges: np.ndarray) -> float:
     asymptotic formula leaves out: the inference in flight at each of the two edges counts by its elapsed share,
     a fraction in [0, 1) that, taken as uniform and independent at the two edges, adds 1/12 + 1/12. With
     n = sum_i n_i, a sub-window's deviation from the mean of K equal sub-windows has standard deviation
-    sqrt(Var N) * sqrt(1 - 1/K) / n.
+    sqrt(Var N) * sqrt(1 - 1/K) / n. cv_i comes from the instance's gaps within sub-windows, stalls left out
+    (_gap_cv2), so neither a step between sub-windows nor one long pause passes for jitter.
 
     Checked by simulation (closed loop, lognormal service times, 400 windows each): the renewal term with the true
-    cv gives the observed standard deviation of the deviations within 5% for cv 0.05-1 at 15-600 inferences per
+    cv gives the observed standard deviation of the deviations within 6% for cv 0.05-1 at 15-600 inferences per
     sub-window (cv 0.5, 60 per sub-window: 5.86% observed, 5.77% modelled); time-shared counting at the edges adds
     no measurable variance there, so the 1/6 is an allowance that matters only below ~15 inferences per sub-window.
     The estimated cv (below) reads 0.99 for a cv of 1 at 60 per sub-window, 0.95 at 15, 0.87 at 5.
@@ -185,7 +190,9 @@ def jitter_sigma_pct(ends: Sequence[np.ndarray], edges: np.ndarray) -> float:
     variance = 0.0
     total = 0.0
     for instance_ends in ends:
-        ordered = np.sort(np.asarray(instance_ends, dtype=np.int64))
+        ordered = np.asarray(instance_ends, dtype=np.int64)
+        if len(ordered) > 1 and bool((ordered[1:] < ordered[:-1]).any()):  # a closed loop's ends come in order
+            ordered = np.sort(ordered)
         n_i = len(ordered) / k
         total += n_i
         variance += n_i * _gap_cv2(ordered, edges) + 1.0 / 6.0
@@ -195,30 +202,58 @@ def jitter_sigma_pct(ends: Sequence[np.ndarray], edges: np.ndarray) -> float:
 
 
 def _gap_cv2(ends: np.ndarray, edges: np.ndarray) -> float:
-    """The squared coefficient of variation of the gaps between consecutive completions (sorted `ends`): their
-    variance within sub-windows (each gap about the mean gap of the sub-window it ends in, pooled with n - 1 degrees
-    of freedom per sub-window) over the squared mean gap of the window; the whole window's variance where no
-    sub-window holds two gaps; 0 with fewer than two gaps.
+    """The squared coefficient of variation of the gaps between consecutive completions (sorted `ends`), stalls
+    left out: their variance within sub-windows (each gap about the mean gap of the sub-window it ends in, pooled
+    with n - 1 degrees of freedom per sub-window) over the squared mean gap of the window; the whole window's
+    variance where no sub-window holds two gaps; 0 with fewer than two gaps.
 
     Within sub-windows, so that a step or drift between them is not counted as jitter. Over the window's mean, not
     each sub-window's: a sub-window's own mean grows with its largest gaps, and dividing by it read a cv of 1 as
-    0.95 at ~60 gaps per sub-window (0.98 this way), which raised the false-alarm rate from 1.4% to 2.5%."""
+    0.95 at ~60 gaps per sub-window (0.98 this way), which raised the false-alarm rate from 1.4% to 2.5%.
+
+    A gap longer than STALL_FACTOR times the instance's median gap is a stall (the process descheduled, a pause),
+    not one inference's jitter, and is left out: a single 278 ms stall among 6 million 0.2 us null inferences read
+    as a cv of 466, which "explained" any deviation (the sub-window it fell in was 38% from the mean). A deviation a
+    stall causes is judged by the tolerance alone, as before the interval. 50x: a lognormal of cv 1 (heavier than
+    any row of docs/results) passes it once in ~800,000 gaps, so the rule's false-alarm rate on such jitter is the
+    model's (20x cut a gap in ~5% of 300-inference windows and raised it from 1.6% to 2.6%); the H100 grid's slowest
+    inferences sit within 4x of its median; a CPU row's preemptions (4 ms among 25 us inferences) are stalls.
+    Stalls shorter than 50 median gaps still count as jitter: one 100 ms stall among 300 inferences of 4 ms widens
+    the interval to ~50%."""
     import numpy as np
 
-    gaps = np.diff(ends).astype(np.float64)
+    gaps = np.diff(ends)
     if len(gaps) < 2:
         return 0.0
-    mean = float(gaps.mean())
-    if mean <= 0:
+    # ends are sorted, so each sub-window's gaps (by their later end) are one slice; no per-gap index arrays (a null
+    # row holds millions of gaps)
+    bounds = np.searchsorted(ends[1:], np.ceil(edges).astype(np.int64), side="left")
+    # the median of an even sample of 100,000-200,000 gaps where there are more (a null row has millions): the
+    # stall limit needs no more precision
+    limit = STALL_FACTOR * float(np.median(gaps[:: max(1, len(gaps) // 100_000)]))
+    total_n = 0
+    total_sum = 0.0
+    ss = 0.0
+    dof = 0
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        sub = gaps[a:b]
+        if len(sub) and sub.max() > limit:
+            sub = sub[sub <= limit]
+        n = len(sub)
+        if n == 0:
+            continue
+        sub_f = sub.astype(np.float64)
+        total_n += n
+        total_sum += float(sub_f.sum())
+        if n >= 2:
+            ss += float(sub_f.var()) * n
+            dof += n - 1
+    if total_n < 2 or total_sum <= 0:
         return 0.0
-    k = len(edges) - 1
-    where = np.clip(np.searchsorted(edges, ends[1:], side="right") - 1, 0, k - 1)
-    n = np.bincount(where, minlength=k).astype(np.float64)
-    sub_means = np.bincount(where, weights=gaps, minlength=k) / np.maximum(n, 1.0)
-    ss = float(((gaps - sub_means[where]) ** 2).sum())
-    dof = float(np.clip(n - 1, 0, None).sum())
+    mean = total_sum / total_n
     if dof <= 0:
-        return float(gaps.var(ddof=1)) / mean**2
+        kept = gaps[gaps <= limit].astype(np.float64)
+        return float(kept.var(ddof=1)) / mean**2 if len(kept) >= 2 else 0.0
     return ss / dof / mean**2
 
 
@@ -260,16 +295,16 @@ def overload_reason(summary: Summary, cfg: RunConfig) -> str | None:
             f"({achieved / offered * 100.0:.0f}%): the backlog, and the latency, grew for the whole window")
 
 
-def instability_reason(summary: Summary, cfg: RunConfig) -> str | None:
+def instability_reason(summary: Summary, tolerance_pct: float) -> str | None:
     """Why the row's throughput is unstable across its sub-windows, else None.
 
-    A closed-loop row is unstable when its largest sub-window deviation (stability_pct) exceeds both
-    run.stability_tolerance_pct and what its own per-inference jitter explains at 99% over the sub-windows
+    A closed-loop row is unstable when its largest sub-window deviation (stability_pct) exceeds both `tolerance_pct`
+    (run.stability_tolerance_pct) and what its own per-inference jitter explains at 99% over the sub-windows
     (Summary.stability_bound_pct, jitter_sigma_pct's model): a real step or drift is flagged, a stationary jittery
     process with few inferences per sub-window is not. A fixed-rate row keeps the tolerance alone (its completions
     follow the arrivals, not a renewal process)."""
     k = len(summary.subwindow_ips)
-    if summary.stability_pct <= cfg.stability_tolerance_pct:
+    if summary.stability_pct <= tolerance_pct:
         return None
     bound = summary.stability_bound_pct
     if bound is None:
@@ -280,18 +315,21 @@ def instability_reason(summary: Summary, cfg: RunConfig) -> str | None:
             f"{bound:.0f}% its per-inference jitter explains (99%, Bonferroni)")
 
 
-def judge(summary: Summary, cfg: RunConfig) -> tuple[str, str]:
+def judge(summary: Summary, cfg: RunConfig, trend: LatencyTrend | None = None) -> tuple[str, str]:
     """("ok", "") or ("invalid", reasons joined with "; "): the verdict on the row's headline (throughput, and the
-    energy taken over the same window). A fixed-rate row that could not keep up says so first.
+    energy taken over the same window). A fixed-rate row that could not keep up says so first; one whose latency
+    `trend` (runner.backlog.window_trend) proves a growing backlog says so next.
 
     Validity is per metric: too few inferences for a latency percentile never invalidates the row; that
     percentile is left empty and `percentile_gaps` says why (the row's empty_reasons)."""
     reasons = []
     if (overload := overload_reason(summary, cfg)) is not None:
         reasons.append(overload)
+    if (growing := growth_reason(trend, summary, cfg)) is not None:
+        reasons.append(growing)
     if summary.window_s < 0.9 * cfg.duration_s:
         reasons.append(f"window {summary.window_s:.1f} s shorter than required {cfg.duration_s:.1f} s")
-    if (unstable := instability_reason(summary, cfg)) is not None:
+    if (unstable := instability_reason(summary, cfg.stability_tolerance_pct)) is not None:
         reasons.append(unstable)
     return ("invalid", "; ".join(reasons)) if reasons else ("ok", "")
 
