@@ -1,4 +1,6 @@
-"""Per configuration: the median over its repeats and a confidence interval, with how many repeats were valid.
+"""Per configuration: the median over its repeats and its interval, with the coverage that interval really has
+(answer.intervals: [min, max] of 2/3/4/5 repeats covers the median 50/75/87.5/93.8% of the time; >= 6 repeats reach
+95%), and how many repeats were valid.
 
 A configuration is every row field that decides what is measured except `repeat` (and the per-row ids);
 its repeats are the rows that differ only by `repeat`. Only `ok` rows count as valid; a configuration with
@@ -10,8 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from edgebench.answer.intervals import METHOD, median_ci
-from edgebench.report.table_format import Col, Table, precision_rank
+from edgebench.answer.intervals import LEVEL, METHOD, Interval, median_ci, percent, repeats_for
+from edgebench.report.table_format import Col, Table, fmt_num, precision_rank
 from edgebench.results.runs import Run
 
 CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
@@ -27,6 +29,23 @@ def repeats_asked(run: Run) -> int | None:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def interval_cell(iv: Interval, lower_bound: bool = False) -> str:
+    """An interval as a table cell: '[100, 104]' when it covers >= 95%, '[100, 104] 50%' below (a ratio's coverage,
+    a lower bound: '[1.8, 2.1] >=56.2%'); 'n=1, no CI' for one value, '' for none."""
+    if iv.median is None:
+        return ""
+    if iv.lo is None or iv.hi is None:
+        return "n=1, no CI"
+    cell = f"[{fmt_num(iv.lo)}, {fmt_num(iv.hi)}]"
+    if iv.coverage is None or iv.meets():  # None: an Interval built by hand, its coverage unknown
+        return cell
+    return f"{cell} {'>=' if lower_bound else ''}{iv.coverage_text()}"
+
+
+CELL_NOTE = (f"an interval cell '[lo, hi]' holds the true median with >= {percent(LEVEL)} probability; '[lo, hi] 75%' "
+             f"holds it with the probability shown ({percent(LEVEL)} needs >= {repeats_for()} repeats)")
 
 
 def config_groups(run: Run) -> dict[tuple, list[dict[str, str]]]:
@@ -67,6 +86,7 @@ def repeat_records(runs: list[Run]) -> list[dict[str, Any]]:
             for col, _header in METRICS:
                 ci = median_ci([float(v) for r in ok_rows if (v := r.get(col)) is not None])
                 rec[f"{col}_median"], rec[f"{col}_ci_lo"], rec[f"{col}_ci_hi"] = ci.median, ci.lo, ci.hi
+                rec[f"{col}_ci_coverage"] = ci.coverage
                 rec[f"{col}_text"] = ci.text()
             records.append(rec)
     records.sort(key=lambda r: (r["run"], r["model"], r["backend"], r["mode"], r["options"], r["instances"] or 0,
@@ -84,17 +104,22 @@ def repeats_table(runs: list[Run]) -> Table:
             cols.append(Col(key, header))
     cols.append(Col("ok_asked", "valid/asked repeats"))
     for col, header in METRICS:
-        cols.append(Col(f"{col}_text", f"{header} median [95% CI]"))
+        cols.append(Col(f"{col}_text", f"{header} median [interval] (coverage)"))
         cols += [Col(f"{col}_median", f"{header} median", True, csv_only=True),
-                 Col(f"{col}_ci_lo", f"{header} CI low", True, csv_only=True),
-                 Col(f"{col}_ci_hi", f"{header} CI high", True, csv_only=True)]
+                 Col(f"{col}_ci_lo", f"{header} interval low", True, csv_only=True),
+                 Col(f"{col}_ci_hi", f"{header} interval high", True, csv_only=True),
+                 Col(f"{col}_ci_coverage", f"{header} interval coverage (fraction)", True, csv_only=True)]
     cols.append(Col("note", "Note"))
     notes = [f"interval: {METHOD}; over the ok repeats of each configuration (rows differing only by `repeat`)",
-             "n=1: one valid repeat, no interval; run with --repeats N (N >= 3) for one"]
+             f"a cell says '(75% interval)' where its interval covers the median less than {percent(LEVEL)} of the "
+             "time; without it the interval covers >= " + percent(LEVEL) + "; CSV: *_ci_coverage (a fraction)",
+             f"n=1: one valid repeat, no interval; run with --repeats N (N >= 2 for an interval, N >= {repeats_for()} "
+             f"for {percent(LEVEL)})"]
     short = sum(bool(r["note"]) for r in records)
     if short:
         notes.append(f"{short} configuration(s) have fewer valid repeats than asked (see Note)")
-    return Table("repeats", "Median and 95% bootstrap CI over repeats, per configuration", cols, records, notes)
+    return Table("repeats", "Median and its interval over repeats, per configuration (coverage stated per interval)",
+                 cols, records, notes)
 
 
 def _int(value: Any) -> int | None:

@@ -5,8 +5,12 @@ Input: result rows (results.csv of one or more runs). Only `ok` rows count; how 
 ok is in the table, so a precision with failed/invalid repeats is visible, not silently averaged.
 Speedup = median throughput of the precision / median throughput of fp32 for the same model,
 backend, batch, instances, mode, placement and options. Its range is the most pessimistic and most
-optimistic pairing of the repeats: min(p)/max(fp32) .. max(p)/min(fp32); its confidence interval is a
-bootstrap of the ratio of medians (answer/intervals.py), as is the interval of the median throughput.
+optimistic pairing of the repeats: min(p)/max(fp32) .. max(p)/min(fp32). The interval of each median
+throughput is the order-statistic interval of its repeats with the coverage it really has (answer/intervals.py:
+[min, max] of 3 repeats covers the median 75% of the time); the speedup's interval is made from the two sides'
+intervals, [lo_p / hi_fp32, hi_p / lo_fp32], and its coverage is the product of theirs, a lower bound (3 and 3
+repeats: >= 56.2%). With 5 or fewer repeats a side it is the range above. Each coverage is a column
+(*_ci_coverage, a fraction) beside its interval.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from edgebench.results.runs import load_run
 # power_mode (Jetson nvpmodel): rows of different power modes are different configurations, not repeats
 GROUP_KEYS = ("model", "backend", "batch", "instances", "mode", "placement", "options", "power_mode")
 COLUMNS = (*GROUP_KEYS, "precision", "repeats_ok", "repeats_all", "throughput_ips_median", "throughput_ips_min",
-           "throughput_ips_max", "throughput_ips_ci_lo", "throughput_ips_ci_hi", "speedup_vs_fp32", "speedup_min",
-           "speedup_max", "speedup_ci_lo", "speedup_ci_hi", "tensor_core_time_pct_median",
+           "throughput_ips_max", "throughput_ips_ci_lo", "throughput_ips_ci_hi", "throughput_ips_ci_coverage",
+           "speedup_vs_fp32", "speedup_min", "speedup_max", "speedup_ci_lo", "speedup_ci_hi", "speedup_ci_coverage",
+           "tensor_core_time_pct_median",
            "energy_per_inference_mj_median")
 BASELINE = "fp32"
 
@@ -61,12 +66,13 @@ def speedup_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                        throughput_ips_max=max(tput, default=None), tensor_core_time_pct_median=_median(tc),
                        energy_per_inference_mj_median=_median(energy),
                        speedup_vs_fp32=None, speedup_min=None, speedup_max=None, speedup_ci_lo=None,
-                       speedup_ci_hi=None)
+                       speedup_ci_hi=None, speedup_ci_coverage=None)
             ci = median_ci(tput)
-            rec.update(throughput_ips_ci_lo=ci.lo, throughput_ips_ci_hi=ci.hi)
+            rec.update(throughput_ips_ci_lo=ci.lo, throughput_ips_ci_hi=ci.hi, throughput_ips_ci_coverage=ci.coverage)
             if tput and base:
-                ratio = ratio_ci(tput, base)
-                rec.update(speedup_ci_lo=ratio.lo, speedup_ci_hi=ratio.hi)
+                if precision != BASELINE:  # fp32 over itself is 1 by definition: no interval (its sides are one)
+                    ratio = ratio_ci(tput, base)  # coverage: the product of the sides' (a lower bound)
+                    rec.update(speedup_ci_lo=ratio.lo, speedup_ci_hi=ratio.hi, speedup_ci_coverage=ratio.coverage)
                 rec["speedup_vs_fp32"] = statistics.median(tput) / statistics.median(base)
                 rec["speedup_min"] = min(tput) / max(base)
                 rec["speedup_max"] = max(tput) / min(base)

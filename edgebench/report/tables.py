@@ -3,6 +3,9 @@
 - results:  one line per results.csv row (model, backend, precision, batch, instances/placement,
             throughput, latency p50/p99, power, energy per inference, accuracy, status and reason);
 - speedup:  each precision over strict fp32 per batch with the spread over repeats (report.speedup);
+
+Every interval cell states the coverage it really has (answer.intervals): '[lo, hi]' where it reaches 95%,
+'[lo, hi] 75%' below; the CSV carries it as a fraction in *_ci_coverage beside *_ci_lo / *_ci_hi.
 - scaling:  throughput vs instances with the efficiency against linear scaling from the fewest instances;
 - slo_search: the SLO searches side by side, one line per option set x GPU sharing mode (report.slo_table).
 
@@ -20,9 +23,9 @@ from edgebench.answer.intervals import METHOD, Interval, median_ci
 from edgebench.report.accuracy_table import accuracy_table
 from edgebench.report.anchors import anchors_table, load_anchors, match_anchors
 from edgebench.report.compare import cross_run_table
-from edgebench.report.repeats_table import repeats_table
+from edgebench.report.repeats_table import CELL_NOTE, interval_cell, repeats_table
 from edgebench.report.slo_table import slo_table
-from edgebench.report.speedup import speedup_rows
+from edgebench.report.speedup import BASELINE, speedup_rows
 from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, latex_escape: used via this module
     PRECISION_ORDER,
     Col,
@@ -112,9 +115,12 @@ def speedup_table(runs: list[Run]) -> Table:
             rec["speedup_range"] = (f"{fmt_num(rec['speedup_min'], 3)}..{fmt_num(rec['speedup_max'], 3)}"
                                     if rec["speedup_min"] is not None and rec["speedup_min"] != rec["speedup_max"]
                                     else "")
-            rec["speedup_ci"] = _ci_text(rec["speedup_ci_lo"], rec["speedup_ci_hi"], rec["speedup_vs_fp32"])
-            rec["throughput_ci"] = _ci_text(rec["throughput_ips_ci_lo"], rec["throughput_ips_ci_hi"],
-                                            rec["throughput_ips_median"])
+            rec["speedup_ci"] = "baseline" if rec["precision"] == BASELINE else interval_cell(
+                Interval(rec["speedup_vs_fp32"], rec["speedup_ci_lo"], rec["speedup_ci_hi"], rec["repeats_ok"],
+                         rec["speedup_ci_coverage"]), lower_bound=True)
+            rec["throughput_ci"] = interval_cell(Interval(rec["throughput_ips_median"], rec["throughput_ips_ci_lo"],
+                                                          rec["throughput_ips_ci_hi"], rec["repeats_ok"],
+                                                          rec["throughput_ips_ci_coverage"]))
             records.append(rec)
     records.sort(key=lambda r: (r["run"], r["model"], r["backend"], r["mode"], r["options"], r["instances"] or 0,
                                 r["batch"] or 0, precision_rank(r["precision"])))
@@ -127,12 +133,15 @@ def speedup_table(runs: list[Run]) -> Table:
         cols.append(Col("power_mode", "Power mode"))
     cols += [Col("precision", "Precision"), Col("ok_all", "ok/all repeats"),
              Col("throughput_ips_median", "Throughput median (img/s)", True),
-             Col("throughput_ci", "Throughput 95% CI (img/s)"),
-             Col("throughput_ips_ci_lo", "Throughput CI low (img/s)", True, csv_only=True),
-             Col("throughput_ips_ci_hi", "Throughput CI high (img/s)", True, csv_only=True),
-             Col("speedup_vs_fp32", "Speedup vs fp32 (x)", True), Col("speedup_ci", "Speedup 95% CI (x)"),
-             Col("speedup_ci_lo", "Speedup CI low (x)", True, csv_only=True),
-             Col("speedup_ci_hi", "Speedup CI high (x)", True, csv_only=True),
+             Col("throughput_ci", "Throughput interval, coverage (img/s)"),
+             Col("throughput_ips_ci_lo", "Throughput interval low (img/s)", True, csv_only=True),
+             Col("throughput_ips_ci_hi", "Throughput interval high (img/s)", True, csv_only=True),
+             Col("throughput_ips_ci_coverage", "Throughput interval coverage (fraction)", True, csv_only=True),
+             Col("speedup_vs_fp32", "Speedup vs fp32 (x)", True),
+             Col("speedup_ci", "Speedup interval, coverage (x)"),
+             Col("speedup_ci_lo", "Speedup interval low (x)", True, csv_only=True),
+             Col("speedup_ci_hi", "Speedup interval high (x)", True, csv_only=True),
+             Col("speedup_ci_coverage", "Speedup interval coverage, lower bound (fraction)", True, csv_only=True),
              Col("speedup_range", "Range (x)"),
              Col("speedup_min", "Speedup min (x)", True, csv_only=True),
              Col("speedup_max", "Speedup max (x)", True, csv_only=True),
@@ -142,7 +151,9 @@ def speedup_table(runs: list[Run]) -> Table:
                   cols, records,
                   ["only ok rows count; ok/all shows repeats that were invalid or failed; skipped rows are left out",
                    "no speedup without an ok fp32 row for the same configuration",
-                   f"CI: {METHOD}; speedup CI resamples both precisions' repeats; 'n=1' = one ok repeat, no CI"])
+                   f"interval: {METHOD}; 'n=1' = one ok repeat, no interval", CELL_NOTE,
+                   "speedup interval: [lo_p / hi_fp32, hi_p / lo_fp32] from the two medians' intervals; its coverage "
+                   "is the product of theirs, a lower bound ('>=56.2%': 3 and 3 repeats)"])
 
 
 # ---------------------------------------------------------------------------------------- scaling
@@ -181,7 +192,8 @@ def scaling_records(run: Run) -> list[dict[str, Any]]:
                                        ok_all=f"{sum(r.get('status') == 'ok' for r in rows)}/{len(rows)}",
                                        throughput_ips_median=medians[n], baseline_instances=n0,
                                        throughput_ips_ci_lo=cis[n].lo, throughput_ips_ci_hi=cis[n].hi,
-                                       throughput_ci=_ci_text(cis[n].lo, cis[n].hi, medians[n]),
+                                       throughput_ips_ci_coverage=cis[n].coverage,
+                                       throughput_ci=interval_cell(cis[n]),
                                        throughput_ips_per_instance=None, throughput_ips_linear=None,
                                        scaling_efficiency_pct=None)
             med, base = medians[n], (medians[n0] if n0 is not None else None)
@@ -207,25 +219,19 @@ def scaling_table(runs: list[Run]) -> Table:
         cols.append(Col("power_mode", "Power mode"))
     cols += [Col("instances", "Inst.", True), Col("ok_all", "ok/all"),
              Col("throughput_ips_median", "Throughput median (img/s)", True),
-             Col("throughput_ci", "Throughput 95% CI (img/s)"),
-             Col("throughput_ips_ci_lo", "Throughput CI low (img/s)", True, csv_only=True),
-             Col("throughput_ips_ci_hi", "Throughput CI high (img/s)", True, csv_only=True),
+             Col("throughput_ci", "Throughput interval, coverage (img/s)"),
+             Col("throughput_ips_ci_lo", "Throughput interval low (img/s)", True, csv_only=True),
+             Col("throughput_ips_ci_hi", "Throughput interval high (img/s)", True, csv_only=True),
+             Col("throughput_ips_ci_coverage", "Throughput interval coverage (fraction)", True, csv_only=True),
              Col("throughput_ips_per_instance", "Per instance (img/s)", True),
              Col("throughput_ips_linear", "Linear from fewest (img/s)", True),
              Col("scaling_efficiency_pct", "Scaling efficiency (%)", True)]
     notes = ["efficiency = throughput(n) / (throughput(n0) * n / n0), n0 = fewest instances measured; only ok rows "
-             "count; no efficiency when the n0 rows are not ok (no baseline)", f"CI: {METHOD}; 'n=1' = one ok repeat, no CI"]
+             "count; no efficiency when the n0 rows are not ok (no baseline)",
+             f"interval: {METHOD}; 'n=1' = one ok repeat, no interval", CELL_NOTE]
     if not records:
         notes.append("no configuration was measured at two or more instance counts")
     return Table("scaling", "Throughput scaling with concurrent instances", cols, records, notes)
-
-
-def _ci_text(lo: float | None, hi: float | None, median: float | None) -> str:
-    if median is None:
-        return ""
-    if lo is None or hi is None:
-        return "n=1, no CI"
-    return f"[{fmt_num(lo)}, {fmt_num(hi)}]"
 
 
 def all_tables(runs: list[Run]) -> list[Table]:
