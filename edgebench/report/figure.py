@@ -5,8 +5,8 @@ here (rows grouped into one figure per configuration, series of row values with 
 the ok points, the caption counting rows by status) are shared by every figure kind built from result rows:
 batch_plots, scaling_plots, load_plots.
 
-How rows appear: ok rows of one x (repeats) are drawn as their median with its 95% interval as a bar (one ok
-repeat: the point alone); invalid rows are hollow markers (their value is a measurement the row says not to
+How rows appear: ok rows of one x (repeats) are drawn as their median with its interval as a bar, whose coverage
+(answer.intervals: 75% at 3 repeats, >= 95% from 6) the caption states (one ok repeat: the point alone); invalid rows are hollow markers (their value is a measurement the row says not to
 trust), failed rows are an x on the x axis (they have no value), skipped rows are counted in the caption
 with their reasons. Lines join the medians of ok rows only.
 """
@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.answer.intervals import median_ci
+from edgebench.answer.intervals import median_ci, percent
 from edgebench.results.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9._+]+")
@@ -41,10 +42,11 @@ class Series:
     points: list[Point] = field(default_factory=list)
     line_x: list[float] = field(default_factory=list)  # medians of ok points per x
     line_y: list[float] = field(default_factory=list)
-    # the 95% interval of each median (answer.intervals); None where one ok repeat has no interval; empty for lines
-    # that are not medians of rows (telemetry traces, references)
+    # the interval of each median (answer.intervals) and its coverage; None where one ok repeat has no interval;
+    # empty for lines that are not medians of rows (telemetry traces, references)
     line_lo: list[float | None] = field(default_factory=list)
     line_hi: list[float | None] = field(default_factory=list)
+    line_coverage: list[float | None] = field(default_factory=list)
     line_n: list[int] = field(default_factory=list)  # ok repeats behind each median
     color_key: str = ""
     linestyle: str = "-"
@@ -80,6 +82,16 @@ class FigureData:
 
 def slug(*parts: Any) -> str:
     return "_".join(_SLUG.sub("-", str(p)).strip("-") for p in parts if str(p) != "")
+
+
+def coverage_words(coverages: Iterable[float | None], lower_bound: bool = False) -> str:
+    """The coverage of the interval bars drawn, for a caption: 'coverage 75%' when all are alike, else
+    'coverage 50-75%'; 'coverage >= 56.2%' for lower bounds (a ratio's); '' when no bar is drawn."""
+    covs = sorted({c for c in coverages if c is not None})
+    if not covs:
+        return ""
+    lo, hi = percent(covs[0]), percent(covs[-1])
+    return f"coverage {'>= ' if lower_bound else ''}" + (lo if lo == hi else f"{lo.removesuffix('%')}-{hi}")
 
 
 def facet_slug(prefix: str, keys: tuple[str, ...], values: tuple) -> str:
@@ -123,6 +135,7 @@ def series_from_rows(label: str, rows: list[dict[str, Any]], x_col: str, y_col: 
     s.line_y = [statistics.median(ok_by_x[x]) for x in s.line_x]
     s.line_lo = [iv.lo for iv in intervals]
     s.line_hi = [iv.hi for iv in intervals]
+    s.line_coverage = [iv.coverage for iv in intervals]
     s.line_n = [iv.n for iv in intervals]
     return s, empty
 

@@ -1,12 +1,15 @@
-"""Figures a paper can use, drawn from configurations (medians of repeats with 95% intervals), not loose rows.
+"""Figures a paper can use, drawn from configurations (medians of repeats with their intervals), not loose rows.
 
 Per group of configurations that differ only in precision and batch (same setup, model, backend, instances,
 placement, options, power mode, load):
 
 - <metric>_vs_batch: throughput, energy per inference and p50 latency, the median of the ok repeats per
-  precision with its 95% bootstrap interval as bars;
+  precision with its order-statistic interval as bars (answer.intervals);
 - speedup_vs_batch: every precision's throughput over fp32 at the same batch (ratio of medians, interval from
-  resampling both sides), with the 1x line;
+  the two sides' intervals, coverage their product, a lower bound), with the 1x line;
+
+Every caption with bars states the coverage they really have (the least and the most over the points drawn:
+'coverage 75%' at 3 repeats, 'coverage 50-75%' at 2 and 3; 95% needs >= 6 repeats).
 - latency_cdf: the empirical CDF of every inference's latency (rows/<row>/latencies.npz), one curve per
   precision x batch, repeats pooled.
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from edgebench.answer.candidates import Candidate, LeftOut, candidates, setups
 from edgebench.answer.intervals import METHOD, Interval, ratio_ci
-from edgebench.report.figure import slug
+from edgebench.report.figure import coverage_words, slug
 from edgebench.report.paper_style import WIDTHS, new_figure, precision_color, save, style, write_caption
 from edgebench.report.table_format import precision_rank
 from edgebench.results.confine import link_problem
@@ -147,8 +150,10 @@ def metric_vs_batch(group: Group, column: str, y_label: str, kind: str, out_dir:
 
     fig.files = _both_widths(fig.stem, out_dir, formats, draw)
     ns = sorted({iv.n for _p, pts in series for _b, iv in pts})
-    fig.caption = [f"median of the ok repeats per configuration; bars: 95% interval ({METHOD}); repeats per "
-                   f"point: {', '.join(map(str, ns))} (n=1: no bar)",
+    covs = coverage_words(iv.coverage for _p, pts in series for _b, iv in pts if iv.lo is not None)
+    fig.caption = [f"median of the ok repeats per configuration; bars: interval of the median"
+                   f"{', ' + covs if covs else ''} ({METHOD}); repeats per point: {', '.join(map(str, ns))} "
+                   "(n=1: no bar)",
                    "per sample" if column in ("throughput_ips", "energy_per_inference_mj") else "per batch"]
     return fig
 
@@ -182,8 +187,12 @@ def speedup_vs_batch(group: Group, out_dir: Path, formats: tuple[str, ...]) -> P
         ax.legend(frameon=False)
 
     fig.files = _both_widths(fig.stem, out_dir, formats, draw)
-    fig.caption = ["median throughput of each precision over fp32's median at the same batch; bars: 95% interval "
-                   "from resampling both sides (n=1 on either side: no bar)"]
+    covs = coverage_words((iv.coverage for _p, pts in series for _b, iv in pts if iv.lo is not None),
+                          lower_bound=True)
+    fig.caption = ["median throughput of each precision over fp32's median at the same batch; bars: "
+                   "[lo / hi_fp32, hi / lo_fp32] from the two medians' intervals"
+                   f"{', ' + covs if covs else ''} (the product of the sides' coverages, a lower bound; {METHOD}) "
+                   "(n=1 on either side: no bar)"]
     return fig
 
 

@@ -3,9 +3,9 @@ paper figure is drawn (report.paper_style): at single-column (3.5 in) and double
 >= 7 pt at that print size, the same colour for a precision in every figure, the title and notes in a caption
 file beside the figure (not drawn into it), and one legend under the plot that names only what is drawn.
 
-Ok rows of one x are drawn as their median with the 95% interval as a bar (answer.intervals; one ok repeat: the
-point alone); invalid rows are hollow markers, failed rows an x on the axis. A figure with `absent_reason` is
-refused: it has nothing to draw.
+Ok rows of one x are drawn as their median with its interval as a bar (answer.intervals; the caption states the
+bars' coverage, e.g. 75% at 3 repeats; one ok repeat: the point alone); invalid rows are hollow markers, failed
+rows an x on the axis. A figure with `absent_reason` is refused: it has nothing to draw.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.answer.intervals import METHOD
-from edgebench.report.figure import FigureData, Series
+from edgebench.report.figure import FigureData, Series, coverage_words
 from edgebench.report.paper_style import (
     PRECISION_COLORS,
     SINGLE_COLUMN_IN,
@@ -34,8 +34,14 @@ REFERENCE_COLORS = {"mean": "#404040", "linear": "#606060", "slo": "#404040"}
 PANEL_HEIGHT_IN = SINGLE_COLUMN_IN * 0.75  # one panel: the paper figures' aspect
 MORE_PANEL_IN = 1.5  # each further panel (they share the x axis)
 LEGEND_ROW_IN = 0.16  # one row of 7 pt legend text
-INTERVAL_NOTE = (f"points: median of the ok repeats of a configuration; bars: its 95% interval ({METHOD}); "
-                 "one ok repeat: the point alone")
+INTERVAL_NOTE = "points: median of the ok repeats of a configuration; bars: the interval of that median"
+
+
+def interval_note(figure: FigureData) -> str:
+    """The caption line that says what the bars are and the coverage they really have (the least and the most of
+    the bars drawn: 'coverage 75%' at 3 repeats each, 'coverage 50-75%' at 2 and 3)."""
+    covs = coverage_words(c for s in figure.series for lo, c in zip(s.line_lo, s.line_coverage) if lo is not None)
+    return f"{INTERVAL_NOTE}{', ' + covs if covs else ''} ({METHOD}); one ok repeat: the point alone"
 
 
 def matplotlib_missing() -> str | None:
@@ -211,8 +217,8 @@ def render(figure: FigureData, out_dir: Path, formats: tuple[str, ...] = FORMATS
     <name>.caption.txt/.tex; returns the image files (figure.files keeps them and the captions)."""
     if figure.absent_reason is not None:
         raise ValueError(f"figure {figure.name} has no data: {figure.absent_reason}")
-    if has_intervals(figure) and INTERVAL_NOTE not in figure.caption:
-        figure.caption.append(INTERVAL_NOTE)
+    if has_intervals(figure) and not any(line.startswith(INTERVAL_NOTE) for line in figure.caption):
+        figure.caption.append(interval_note(figure))
     files: list[Path] = []
     for width in WIDTHS:
         with style():

@@ -265,7 +265,7 @@ def summary_blocks(report: Report) -> list[tuple]:
 
 def paper_blocks(report: Report) -> list[tuple]:
     """The paper figures (paper/): medians with intervals, speedup, latency CDF; each with its caption."""
-    b: list[tuple] = [("h2", "Paper figures (median and 95% interval of repeats)")]
+    b: list[tuple] = [("h2", "Paper figures (median and interval of repeats; each caption states the bars' coverage)")]
     if report.figures_note:
         return b + [("p", [f"No figure drawn: {report.figures_note}"])]
     for fig in report.paper_figures:

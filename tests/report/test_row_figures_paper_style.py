@@ -1,6 +1,7 @@
 """The row figures (throughput / latency / energy vs batch or instances, scaling, load, power timelines) drawn as
 paper figures: single- and double-column width, text >= 7 pt at print size, the colour of a precision the same
-as in the paper figures, repeats as a median with its 95% interval, the title in the caption, not the figure."""
+as in the paper figures, repeats as a median with its interval and the coverage that interval really has in the
+caption, the title in the caption, not the figure."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from test_report_tables import make_run, row
 
 from edgebench.answer.intervals import median_ci
 from edgebench.report.batch_plots import throughput_vs_batch
-from edgebench.report.figure import FigureData, Point, Series, series_from_rows
+from edgebench.report.figure import FigureData, Point, Series, coverage_words, series_from_rows
 from edgebench.report.scaling_plots import throughput_vs_instances
 from edgebench.results.runs import load_runs
 
@@ -39,12 +40,20 @@ def test_a_series_carries_the_median_of_ok_repeats_and_its_interval(tmp_path):
     assert empty == 0 and s.line_x == [1.0, 4.0]
     assert s.line_y == [100.0, 298.5]  # b4: the failed repeat has no value, the median of the two ok ones
     b1 = median_ci([100.0, 104.0, 97.0])
-    assert (s.line_lo[0], s.line_hi[0], s.line_n[0]) == (b1.lo, b1.hi, 3) and b1.lo < 100.0 < b1.hi
-    assert s.line_n == [3, 2]
+    assert (s.line_lo[0], s.line_hi[0], s.line_n[0]) == (b1.lo, b1.hi, 3) and (b1.lo, b1.hi) == (97.0, 104.0)
+    assert s.line_n == [3, 2] and s.line_coverage == [0.75, 0.5]  # [min, max] of 3 and of 2 repeats
     int8 = [r for r in run.rows if r["precision"] == "int8"]
     s8, _ = series_from_rows("int8", int8, "batch", "throughput_ips")
     assert s8.line_y[1] == 502.0 and s8.line_n[1] == 2  # the invalid repeat (497) is not in the median
     assert [p.status for p in s8.points if p.x == 4.0].count("invalid") == 1  # but is drawn, hollow
+
+
+def test_a_figure_caption_says_the_coverage_range_of_its_bars():
+    # the least and the most coverage of the bars drawn; a ratio's (a lower bound) with '>='
+    assert coverage_words([0.75, 0.75, None]) == "coverage 75%"
+    assert coverage_words([0.5, 0.75, 0.96875]) == "coverage 50-96.9%"
+    assert coverage_words([0.5625], lower_bound=True) == "coverage >= 56.2%"
+    assert coverage_words([None]) == ""
 
 
 def test_row_figures_are_drawn_at_both_column_widths_with_7pt_text_and_intervals(tmp_path):
@@ -52,7 +61,7 @@ def test_row_figures_are_drawn_at_both_column_widths_with_7pt_text_and_intervals
     from matplotlib.image import imread
 
     from edgebench.report import paper_style
-    from edgebench.report.render import INTERVAL_NOTE, _draw, render
+    from edgebench.report.render import _draw, interval_note, render
 
     runs = load_runs([_repeats(tmp_path)])
     (fig,) = throughput_vs_batch(runs)
@@ -60,7 +69,9 @@ def test_row_figures_are_drawn_at_both_column_widths_with_7pt_text_and_intervals
     assert [f.name for f in files] == [f"{fig.name}_{w}.{e}" for w in ("single", "double") for e in ("png", "pdf")]
     assert imread(files[0]).shape[1] == round(3.5 * 300) and imread(files[2]).shape[1] == round(7.16 * 300)
     caption = (tmp_path / "figs" / f"{fig.name}.caption.txt").read_text()
-    assert caption.startswith(fig.title) and INTERVAL_NOTE in caption  # bars are said in the caption
+    assert caption.startswith(fig.title) and interval_note(fig) in caption  # bars are said in the caption
+    # 3 ok repeats at b1 (75%), 2 at fp32 b4 and int8 b4 (50%): the bars' real coverage, no "95%" claimed
+    assert "bars: the interval of that median, coverage 50-75% (" in caption and "95% interval" not in caption
     assert (tmp_path / "figs" / f"{fig.name}.caption.tex").read_text().startswith(r"\caption{")
     for width in ("single", "double"):
         with paper_style.style():
