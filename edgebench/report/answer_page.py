@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.answer.best import answer_from_runs, search_note
+from edgebench.answer.intervals import LEVEL, METHOD, percent
 from edgebench.answer.pareto import ParetoFront
 from edgebench.report.paper_figures import PaperFigure
 from edgebench.report.paper_style import WIDTHS
@@ -24,7 +25,8 @@ OBJECTIVES = ("throughput", "energy")
 
 def answer_table(runs: list[Run]) -> tuple[list[str], list[list[str]], list[str]]:
     """(head, rows, notes): per model and objective the best, the runner-up and the verdict."""
-    head = ["model", "setup", "objective", "best configuration", "median [95% CI]", "runner-up", "verdict"]
+    head = ["model", "setup", "objective", "best configuration", "median [interval] (coverage)", "runner-up",
+            "verdict"]
     rows: list[list[str]] = []
     notes: list[str] = []
     for objective in OBJECTIVES:
@@ -43,6 +45,9 @@ def answer_table(runs: list[Run]) -> tuple[list[str], list[list[str]], list[str]
             notes.append(f"{ans.column}: {ans.left_out.total()} row(s) not ranked: " + "; ".join(ans.left_out.lines()))
         notes += [f"not ranked together: {s}" for s in ans.splits if f"not ranked together: {s}" not in notes]
     notes += [n for r in runs if (n := search_note(r)) is not None]  # a search measured only part of its plan
+    if rows:
+        notes.append(f"median [interval]: {METHOD}; an interval shown without '(NN% interval)' holds the median "
+                     f"with >= {percent(LEVEL)} probability")
     return head, rows, notes
 
 

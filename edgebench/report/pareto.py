@@ -8,9 +8,10 @@ from typing import Any
 
 from edgebench.answer.intervals import METHOD, Interval
 from edgebench.answer.pareto import ENERGY, THROUGHPUT, ParetoFront, ParetoPoint, percentile_name  # noqa: F401
-from edgebench.report.figure import slug
+from edgebench.report.figure import coverage_words, slug
 from edgebench.report.paper_style import new_figure, precision_color, save, style, write_caption
-from edgebench.report.table_format import Col, Table, fmt_num, precision_rank
+from edgebench.report.repeats_table import CELL_NOTE, interval_cell
+from edgebench.report.table_format import Col, Table, precision_rank
 
 
 def front_slug(front: ParetoFront) -> str:
@@ -33,10 +34,10 @@ def front_title(fronts: list[ParetoFront]) -> str:
 
 def pareto_table(fronts: list[ParetoFront], name: str = "pareto") -> Table:
     cols = [Col("model", "Model"), Col("setup", "Setup"), Col("configuration", "Configuration"),
-            Col("throughput_ips", "Throughput (samples/s)", True), Col("throughput_ci", "95% CI"),
-            Col("energy_per_inference_mj", "Energy (mJ/sample)", True), Col("energy_ci", "95% CI"),
+            Col("throughput_ips", "Throughput (samples/s)", True), Col("throughput_ci", "interval (coverage)"),
+            Col("energy_per_inference_mj", "Energy (mJ/sample)", True), Col("energy_ci", "interval (coverage)"),
             Col("latency_column", "Latency pct."), Col("latency_ms", "Latency (ms/batch)", True),
-            Col("latency_ci", "95% CI"), Col("repeats", "n", True), Col("power_scope", "power scope", csv_only=True),
+            Col("latency_ci", "interval (coverage)"), Col("repeats", "n", True), Col("power_scope", "power scope", csv_only=True),
             Col("front_over", "front over", csv_only=True)]
     records = []
     for f in fronts:
@@ -53,7 +54,7 @@ def pareto_table(fronts: list[ParetoFront], name: str = "pareto") -> Table:
                 "repeats": p.throughput.n, "power_scope": p.candidate.power_scope(), "front_over": over})
     notes = ["the Pareto front per model: no other configuration is at least as good in every objective and better "
              "in one (medians over repeats): throughput up, energy per inference down where power was measured, "
-             f"latency down where every configuration has a percentile; {METHOD}",
+             f"latency down where every configuration has a percentile; interval: {METHOD}", CELL_NOTE,
              "energy is per sample (per image); latency per inference (per batch)"]
     if any(f.members() and not f.has_energy for f in fronts):
         notes.append("energy cells are empty where no power was measured (no power sampler: see each row's "
@@ -63,11 +64,7 @@ def pareto_table(fronts: list[ParetoFront], name: str = "pareto") -> Table:
 
 
 def _ci(iv: Interval) -> str:
-    if iv.median is None:
-        return ""
-    if iv.lo is None or iv.hi is None:
-        return "n=1"
-    return f"[{fmt_num(iv.lo)}, {fmt_num(iv.hi)}]"
+    return "n=1" if iv.median is not None and iv.lo is None else interval_cell(iv)
 
 
 # ------------------------------------------------------------------------------------ figure
@@ -86,8 +83,8 @@ def _median(iv: Interval | None) -> float | None:
 def draw_front(front: ParetoFront, out_dir: Path, formats: tuple[str, ...] = ("png", "pdf"),
                width: str = "single") -> tuple[list[Path], list[str]]:
     """Throughput (x) vs energy per inference (y): one colour per precision, marker size by latency, the front
-    joined by a line, dominated points faded, 95% intervals as bars. With no power measured, y is the latency
-    percentile the front is over (marker size constant). (files, caption lines)."""
+    joined by a line, dominated points faded, intervals as bars (the caption states their coverage). With no power
+    measured, y is the latency percentile the front is over (marker size constant). (files, caption lines)."""
     from matplotlib.lines import Line2D
 
     if not front.objectives:
@@ -138,6 +135,8 @@ def draw_front(front: ParetoFront, out_dir: Path, formats: tuple[str, ...] = ("p
                   borderaxespad=0.2)
         files = save(fig, out_dir, stem, formats)
     pct = percentile_name(front.latency_column)
+    covs = coverage_words(iv.coverage for p in front.points for iv in (p.throughput, y_of(p))
+                          if iv is not None and iv.lo is not None)
     if not energy:
         lat_words = f"no power measured: y is {pct} latency per batch (lower is better); marker size constant"
     elif front.latency_column:
@@ -146,7 +145,8 @@ def draw_front(front: ParetoFront, out_dir: Path, formats: tuple[str, ...] = ("p
         lat_words = "latency not measured in every configuration: marker size constant"
     caption = [f"{sum(p.on_front for p in front.points)} of {len(front.points)} configurations on the front "
                "(outlined, joined by the dashed line); dominated ones faded",
-               f"colour = precision; {lat_words}", f"bars: 95% bootstrap intervals over repeats ({METHOD})"]
+               f"colour = precision; {lat_words}",
+               f"bars: interval of the median over repeats{', ' + covs if covs else ''} ({METHOD})"]
     if energy:
         caption.append("energy per sample (per image), power in each row's power_scope: "
                        + ", ".join(sorted({p.candidate.power_scope() for p in front.points})))

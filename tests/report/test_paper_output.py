@@ -46,7 +46,8 @@ def test_front_keeps_the_trade_offs_and_drops_the_dominated(tmp_path: Path):
     table = pareto_table([front])
     assert [r["configuration"] for r in table.records][0] == "ort int8 b4 cpu"  # by throughput
     best = table.records[0]
-    assert best["throughput_ips"] == 500.5 and best["throughput_ci"] == "[500, 501]" and best["repeats"] == 2
+    # [min, max] of 2 repeats: it holds the median 50% of the time, and the cell says so
+    assert best["throughput_ips"] == 500.5 and best["throughput_ci"] == "[500, 501] 50%" and best["repeats"] == 2
 
 
 def test_front_of_points_without_latency_is_two_dimensional():
@@ -77,7 +78,11 @@ def test_paper_figures_are_column_wide_with_7pt_text_and_captions_beside(tmp_pat
     double = imread(drawn["speedup_vs_batch"].png("double"))
     assert single.shape[1] == round(3.5 * 300) and double.shape[1] == round(7.16 * 300)  # print widths at 300 dpi
     caption = (tmp_path / "paper" / f"{drawn['speedup_vs_batch'].stem}.caption.txt").read_text()
-    assert caption.startswith("Speedup over fp32 vs batch") and "95% interval" in caption
+    assert caption.startswith("Speedup over fp32 vs batch") and "95% interval" not in caption
+    # 2 repeats a side, [min, max] each (50%): the ratio's interval holds the true ratio >= 50% * 50% of the time
+    assert "coverage >= 25%" in caption and "lower bound" in caption
+    tput = (tmp_path / "paper" / f"{drawn['throughput_vs_batch'].stem}.caption.txt").read_text()
+    assert "bars: interval of the median, coverage 50% (" in tput and "repeats per point: 2" in tput
     tex = (tmp_path / "paper" / f"{drawn['speedup_vs_batch'].stem}.caption.tex").read_text()
     assert tex.startswith(r"\caption{Speedup over fp32") and r"\label{fig:speedup-vs-batch" in tex
 
@@ -92,6 +97,7 @@ def test_paper_figures_are_column_wide_with_7pt_text_and_captions_beside(tmp_pat
     files, lines = draw_front(front, tmp_path / "paper", ("png",), "single")
     assert lines[0].startswith("Pareto front of my_net") and "2 of 4 configurations on the front" in lines[1]
     assert imread(files[0]).shape[1] == round(3.5 * 300)
+    assert any(line.startswith("bars: interval of the median over repeats, coverage 50% (") for line in lines)
 
 
 def test_same_precision_same_colour_everywhere():

@@ -112,7 +112,7 @@ def test_table_leaves_energy_empty_and_says_why(tmp_path: Path):
         "ort int8 b4 2x cpu", "ort fp32 b4 cpu", "ort fp32 b1 cpu"]
     first = table.records[0]
     assert first["energy_per_inference_mj"] is None and first["energy_ci"] == ""
-    assert first["latency_column"] == "p90" and first["latency_ms"] == 82.0 and first["latency_ci"] == "[81, 83]"
+    assert first["latency_column"] == "p90" and first["latency_ms"] == 82.0 and first["latency_ci"] == "[81, 83] 50%"
     assert any(n.startswith("energy cells are empty where no power was measured") for n in table.notes)
     assert any(n.startswith(NO_POWER) for n in table.notes)
     files = table.write(tmp_path / "tables")
@@ -165,3 +165,6 @@ def test_report_of_a_run_without_power_has_a_front_table_and_figure(tmp_path: Pa
     assert (tmp_path / "rep" / "paper" / f"{front_slug(front)}_single.png").is_file()
     summary = rep.summary_md.read_text()
     assert "Pareto front: throughput vs latency" in summary and "No front" not in summary
+    # the answer's and the front's intervals say what they cover (2 repeats each: 50%), never "95% CI"
+    assert "median [interval] (coverage)" in summary and "95% CI" not in summary and "(50% interval)" in summary
+    assert "| interval (coverage) |" in summary and "[81, 83] 50%" in summary
