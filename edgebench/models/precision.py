@@ -29,6 +29,7 @@ from edgebench.errors import ModelError, exc_text
 from edgebench.models.artifacts import Artifact, Artifacts
 from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
 from edgebench.models.export import inspect_onnx
+from edgebench.models.framework_log import framework_log, summary
 from edgebench.models.inputs import (
     GraphInput,
     batches_of,
@@ -114,10 +115,11 @@ def _fp16(spec: ModelSpec, fp32: Artifact, cache: Artifacts) -> Artifact:
         except ImportError as exc:
             raise ModelError(f"{spec.name}: fp16 conversion needs onnxruntime.transformers ({exc})") from None
         t0 = time.perf_counter()
-        proto = convert_float_to_float16(onnx.load(str(fp32.path)), keep_io_types=True)
-        # The converter appends the input Casts at the end of the node list; ORT sorts graphs itself,
-        # the checker and TensorRT's parser need topological order.
-        OnnxModel.graph_topological_sort(proto.graph, is_deterministic=True)
+        with framework_log() as log_lines:  # the converter's warnings go to the sidecar, not the console
+            proto = convert_float_to_float16(onnx.load(str(fp32.path)), keep_io_types=True)
+            # The converter appends the input Casts at the end of the node list; ORT sorts graphs itself,
+            # the checker and TensorRT's parser need topological order.
+            OnnxModel.graph_topological_sort(proto.graph, is_deterministic=True)
         try:
             onnx.checker.check_model(proto)
         except Exception as exc:  # onnx ValidationError
@@ -131,6 +133,7 @@ def _fp16(spec: ModelSpec, fp32: Artifact, cache: Artifacts) -> Artifact:
             "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},
             "weights": spec.weights_label,
             "convert_s": round(time.perf_counter() - t0, 3),
+            "framework_log": summary(log_lines),
         }
 
     return cache.get_or_build(kind="fp16", inputs=inputs, filename=f"{spec.name}.fp16.onnx", build=build)
@@ -163,7 +166,8 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     def build(tmp: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         out = tmp.resolve()  # absolute: the steps run in their own folder (their tools write into the cwd)
-        with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as folder, working_folder(Path(folder)):
+        with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as folder, working_folder(Path(folder)), \
+                framework_log() as log_lines:  # ONNX Runtime's warnings go to the sidecar, not the console
             work = Path(folder).resolve()
             upgraded, opset_note, per_channel = opset_for_qdq(fp32.path.resolve(), work / "opset13.onnx")
             source, pre = _pre_process(upgraded, work / "pre.onnx")
@@ -171,7 +175,7 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             if kept.path is not None:
                 source = kept.path
             _quantize(spec, source, out, data, reduce_range, per_channel=per_channel, exclude=kept.names)
-        check_loads(spec.name, tmp)
+            check_loads(spec.name, out)
         quantize_s = time.perf_counter() - t0
         proto = onnx.load(str(tmp))
         ops = [n.op_type for n in proto.graph.node]
@@ -184,6 +188,7 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
             "pre_process": pre,
             "calibration": record,
             "int8_notes": [n for n in (opset_note, kept.note) if n],
+            "framework_log": summary(log_lines),
             "qdq_nodes": {"QuantizeLinear": ops.count("QuantizeLinear"),
                           "DequantizeLinear": ops.count("DequantizeLinear")},
             "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},

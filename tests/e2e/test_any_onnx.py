@@ -310,11 +310,13 @@ def test_onnx_model_spec_takes_shapes_from_the_spec_or_the_profile(files):
 
 # ------------------------------------------------------------------ nothing lands in the user's folder (issue 37)
 
-def _fpn_neck(path: Path) -> Path:
+def _fpn_neck(path: Path, *, noisy: bool = False) -> Path:
     """images [batch, 3, height, width] -> a detector neck's pattern: a full-resolution conv added to a stride-2 conv
     upsampled x2. Symbolic shape inference cannot prove ceil(h/2)*2 == h, gives up, and (ORT 1.32) saves
     sym_shape_infer_temp.onnx plus its weights as a <uuid>.data file (each conv's weights > 1 KiB) in the cwd, as
-    yolov8n with symbolic H/W does."""
+    yolov8n with symbolic H/W does; the quantizer then warns "Please consider to run pre-processing". `noisy`: also
+    the full conv's bias from a Constant node (the quantizer warns "Expected bias ... to be an initializer") and the
+    output declared 8x8 (ORT's sessions warn VerifyOutputSizes when fed 32x32)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -323,8 +325,10 @@ def _fpn_neck(path: Path) -> Path:
              numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32) * 0.3, "w2"),
              numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
     x = helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])
-    y = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 16, None, None])
-    nodes = [helper.make_node("Conv", ["images", "w1"], ["full"], pads=[1, 1, 1, 1]),
+    y = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 16] + ([8, 8] if noisy else [None, None]))
+    bias = [helper.make_node("Constant", [], ["b1"], value=numpy_helper.from_array(np.zeros(16, np.float32)))]
+    nodes = [*(bias if noisy else []),
+             helper.make_node("Conv", ["images", "w1", *(["b1"] if noisy else [])], ["full"], pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["images", "w2"], ["half"], pads=[1, 1, 1, 1], strides=[2, 2]),
              helper.make_node("Resize", ["half", "", "scales"], ["up"], mode="nearest"),
              helper.make_node("Add", ["full", "up"], ["features"])]
@@ -363,3 +367,23 @@ def test_int8_from_a_read_only_folder_leaves_it_as_it_was(profile, tmp_path):
     (sidecar,) = (tmp_path / "cache").glob("int8/*/neck.int8.onnx.json")
     pre = json.loads(sidecar.read_text())["pre_process"]  # the step that wrote into the cwd did run, and gave up
     assert pre == "skipped: Exception: Incomplete symbolic shape inference"
+
+
+NOISE = ("Please consider", "pre-processing", "Expected bias", "VerifyOutputSizes", "WARNING:root")
+
+
+def test_onnx_runtimes_own_warnings_stay_off_the_console(profile, tmp_path):
+    """Quantizing to int8 through ORT: its Python warnings (pre-processing advice, a bias that is no initializer) and
+    its C++ warnings (VerifyOutputSizes of the calibration sessions) are in the artifact's sidecar (every row's
+    row.json carries it), not on the console (issue 37)."""
+    model = _fpn_neck(tmp_path / "noisy.onnx", noisy=True)
+    out = run_in(tmp_path, cli_env(tmp_path / "cache"), "--onnx", str(model), "--shapes", "images:1x3x32x32",
+                 "--precision", "int8", "--device", str(profile), "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    console = out.stdout + out.stderr
+    assert not [word for word in NOISE if word in console], console
+    (row_json,) = (tmp_path / "runs").glob("*/rows/*/row.json")
+    log = "\n".join(json.loads(row_json.read_text())["artifact"]["sidecar"]["framework_log"])
+    assert "Please consider to run pre-processing" in log and "Expected bias 'b1' to be an initializer" in log
+    if hasattr(pytest.importorskip("onnxruntime"), "set_default_logger_callback"):  # else dropped, not kept
+        assert "VerifyOutputSizes" in log
