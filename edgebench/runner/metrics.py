@@ -177,7 +177,7 @@ def jitter_sigma_pct(ends: Sequence[np.ndarray], edges: np.ndarray) -> float:
     no measurable variance there, so the 1/6 is an allowance that matters only below ~15 inferences per sub-window.
     The estimated cv (below) reads 0.99 for a cv of 1 at 60 per sub-window, 0.95 at 15, 0.87 at 5.
     Measured with the rule (tests/runner/test_stability_interval.py): a stationary process of ~300 inferences in
-    1.5 s, cv 0.5-1, is flagged in 0.8-1.5% of windows (old rule 4-61%); counts of heavy-tailed gaps are skewed,
+    1.5 s, cv 0.5-1, is flagged in 0.8-1.6% of windows (old rule 4-61%); counts of heavy-tailed gaps are skewed,
     so the 1% of the normal model is slightly exceeded.
 
     Not covered: jitter correlated over many inferences (slow phases lasting tens of inferences, a clock or
