@@ -1,0 +1,288 @@
+"""Does a fixed-rate row's backlog grow? The latency trend over its window, with an interval that holds for
+queueing data (issue 35).
+
+A fixed-rate row offers `rate_hz * instances` arrivals per second. When the device serves fewer, the arrivals
+that wait pile up, and each waits longer than the one before: latency (end - scheduled arrival) rises linearly in
+arrival time, at (offered / served - 1) seconds per second: 10 ms/s for a 1% overload, whatever the service time.
+A throughput tolerance (runner.metrics.overload_reason, 15%) cannot see that: 950/s served of 960/s offered is
+99%, and its p50 per 3 s went 22, 60, 96 ... 347 ms. A short window's p99 then looks fine, and a longer one's
+grows with the window: the row measured a moment of a growing backlog, not a steady state.
+
+The trend. The window's inferences are put in TREND_BINS (20) bins of equal arrival time (fewer when there are
+fewer than MIN_PER_BIN inferences a bin), each bin's median latency against its mean arrival time, and a least-
+squares line through those points: its slope, in ms of latency per s of arrival time.
+
+Its interval. Queueing latencies are strongly autocorrelated (one slow inference delays every one behind it), so
+ordinary least squares on the inferences themselves gives intervals far too narrow: each inference counts as new
+information. On a stable queue (90-95% load) such an interval excludes 0 from below in 36-57% of 30 s windows
+(tests/runner/queue_sim.py's queues). Bins pool neighbours; the Newey-West (Bartlett kernel) variance of the slope
+adds the correlation between neighbouring bins (lag_bins: a bandwidth of a quarter of the bins), and the critical
+value is that of this t statistic at this bin count and bandwidth (simulated once: _critical_value, 3.4 at 20 bins
+rather than a normal 1.96), since a variance estimated from 20 points is itself noisy (fixed-b, as Kiefer and
+Vogelsang). On the same stable queues the interval covers 0 in 93-96% of windows (the 95% it states; the misses are
+mostly the queue filling from empty at the window's start). Where the queue's correlation time is as long as the
+window (20 ms services at 95% load in a 10 s window of Poisson arrivals) no interval from one window can hold.
+Under overload the interval describes this window's growth, not the device's long-run overload: with random
+arrivals the backlog is a random walk with drift, and one window's slope strays from the drift by more than the
+interval says (it covers the drift in ~50% of windows; with clocked 1 ms services on random phases, always).
+
+The verdict (`growing`): a row's latency grows when the interval's lower bound is above 0 AND the growth it proves
+over the window (lower bound x span of arrivals) is at least the window's median latency and GROWTH_FLOOR_MS: the
+window's percentiles then describe a backlog part-way through growing. The materiality clause keeps a stable queue
+ok where the interval alone cannot (the correlated case above): a stationary queue wanders within its own latency
+distribution, so the growth its trend proves is rarely as large as its median; a backlog growing from empty proves
+its median once its interval is narrower than half its slope. Measured (`python tests/runner/queue_sim.py`: 300
+stable and 60 overloaded windows a cell; 32 random-phase streams or Poisson arrivals, clocked or lognormal 1, 5,
+20 ms services, 10 and 30 s windows): 90% and 95% load are never flagged with 1-5 ms services except Poisson
+arrivals at 5 ms (0.3-1.3%); with 20 ms services 0-1% (random phases) to 1-6% (Poisson) of 10 s windows, 0-2% of
+30 s ones. A 1-2% overload is flagged in every window of clocked 1-5 ms services on random-phase streams; with
+lognormal 1 ms services in 42-87% of 10 s windows and 83-100% of 30 s ones (all of 120 s ones); with Poisson
+arrivals in 13-78%: that is what one such window can tell. The columns carry the slope and its interval whatever
+the verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from edgebench.config.run_config import RunConfig
+
+TREND_BINS = 20  # bins of equal arrival time the line is fitted through
+MIN_PER_BIN = 10  # inferences per bin on average: fewer bins when the window holds fewer than TREND_BINS of these
+MIN_BINS = 8  # below this (MIN_BINS * MIN_PER_BIN = 80 inferences, or gaps) the window gets no trend
+TREND_CONFIDENCE = 0.95  # two-sided: the row is invalid only when the lower bound is above 0 (97.5% one-sided)
+GROWTH_FLOOR_MS = 1.0  # proven growth below this is never material (timer and scheduler noise on a loaded host)
+TREND_COLUMNS = ("latency_trend_ms_per_s", "latency_trend_lo_ms_per_s", "latency_trend_hi_ms_per_s")
+_CRITICAL_DRAWS = 40_000  # simulated t statistics behind each critical value (its 97.5% quantile to ~0.5%)
+
+
+@dataclass(frozen=True)
+class LatencyTrend:
+    """The slope of latency (end - scheduled arrival) against arrival time, ms per s, with its interval."""
+
+    slope_ms_per_s: float
+    lo_ms_per_s: float
+    hi_ms_per_s: float
+    span_s: float  # first to last arrival of the inferences fitted
+    bins: int  # bins the line went through (empty bins are left out)
+    inferences: int
+    p50_ms: float  # their median latency
+    confidence: float = TREND_CONFIDENCE
+
+    @property
+    def proven_growth_ms(self) -> float:
+        """The latency growth over the span that the interval's lower bound proves (0 when it proves none)."""
+        return max(self.lo_ms_per_s, 0.0) * self.span_s
+
+    @property
+    def growth_needed_ms(self) -> float:
+        """The growth that is material for this window: its median latency, at least GROWTH_FLOOR_MS."""
+        return max(self.p50_ms, GROWTH_FLOOR_MS)
+
+    @property
+    def growing(self) -> bool:
+        """True when the backlog grows: the lower bound above 0 and the growth it proves material."""
+        return self.lo_ms_per_s > 0 and self.proven_growth_ms >= self.growth_needed_ms
+
+    def fields(self) -> dict[str, float]:
+        """The row's latency_trend_* columns."""
+        return dict(zip(TREND_COLUMNS, (self.slope_ms_per_s, self.lo_ms_per_s, self.hi_ms_per_s), strict=True))
+
+
+class Window(Protocol):
+    """What this module reads of a runner.metrics.Summary (runner.metrics imports this module)."""
+
+    window_start_ns: int
+    window_end_ns: int
+    window_s: float
+    inferences: int
+
+
+class FixedRateStamps(Protocol):
+    start_ns: np.ndarray  # a fixed-rate stream's scheduled arrivals
+    end_ns: np.ndarray
+    issued_ns: np.ndarray | None
+
+
+def trend_interval(arrival_ns: Any, end_ns: Any, stream: Any = None,
+                   confidence: float = TREND_CONFIDENCE) -> tuple[float, float, float] | None:
+    """(slope, lo, hi) of latency against arrival time in ms per s (latency_trend's), or None when the
+    inferences are too few for a trend. The arrays are int64 ns, one element per inference, any order; `stream`
+    (optional) the stream (instance) of each, as latency_trend takes it."""
+    trend = latency_trend(arrival_ns, end_ns, stream, confidence=confidence)
+    return None if trend is None else (trend.slope_ms_per_s, trend.lo_ms_per_s, trend.hi_ms_per_s)
+
+
+def latency_trend(arrival_ns: Any, end_ns: Any, stream: Any = None, *, bins: int = TREND_BINS,
+                  confidence: float = TREND_CONFIDENCE) -> LatencyTrend | None:
+    """The latency trend of inferences that arrived at `arrival_ns` and ended at `end_ns` (int64 ns, pooled over
+    a row's streams, any order): the module docstring says how. None when fewer than MIN_BINS bins of
+    MIN_PER_BIN inferences can be made.
+
+    `stream` (the stream of each inference, e.g. latencies.npz's `instance`): the fit then stops at the earliest
+    of the streams' last arrivals. A stream only records the arrivals it served, so past that point the streams
+    furthest behind, whose latencies are the largest, are missing, and the last bins would read low."""
+    import numpy as np
+
+    arrival = np.asarray(arrival_ns, dtype=np.int64)
+    end = np.asarray(end_ns, dtype=np.int64)
+    if stream is not None:
+        keep = arrival <= served_until_ns(arrival, stream)
+        arrival, end = arrival[keep], end[keep]
+    n = len(arrival)
+    k = min(bins, n // MIN_PER_BIN)
+    if k < MIN_BINS:
+        return None
+    t0, t1 = int(arrival.min()), int(arrival.max())
+    if t1 <= t0:
+        return None
+    latency_ms = (end - arrival) / 1e6
+    t_s = (arrival - t0) / 1e9
+    where = np.minimum(((arrival - t0) * k) // (t1 - t0), k - 1)  # exact in int64: bin of each arrival
+    order = np.argsort(where, kind="stable")
+    counts = np.bincount(where, minlength=k)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    kept = np.flatnonzero(counts)
+    if len(kept) < MIN_BINS:
+        return None
+    lat_sorted, t_sorted = latency_ms[order], t_s[order]
+    y = np.array([np.median(lat_sorted[starts[b]:starts[b] + counts[b]]) for b in kept])
+    x = np.array([t_sorted[starts[b]:starts[b] + counts[b]].mean() for b in kept])
+    slope, half_width = _slope_and_half_width(x, y, confidence)
+    return LatencyTrend(slope_ms_per_s=slope, lo_ms_per_s=slope - half_width, hi_ms_per_s=slope + half_width,
+                        span_s=(t1 - t0) / 1e9, bins=len(kept), inferences=n,
+                        p50_ms=float(np.median(latency_ms)), confidence=confidence)
+
+
+def lag_bins(bins: int) -> int:
+    """The Newey-West bandwidth: lags 1 .. lag_bins - 1 get Bartlett weights 1 - lag / lag_bins (5 at 20 bins)."""
+    return max(2, bins // 4)
+
+
+def _slope_and_half_width(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Least-squares slope of y on x and the half-width of its interval: Newey-West standard error times the
+    simulated critical value for this many points."""
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    slope = float(xc @ (y - y.mean())) / sxx
+    scores = xc * (y - y.mean() - slope * xc)
+    m = lag_bins(len(x))
+    variance = float(scores @ scores)
+    for lag in range(1, min(m, len(x))):
+        variance += 2.0 * (1.0 - lag / m) * float(scores[lag:] @ scores[:-lag])
+    se = math.sqrt(max(variance, 0.0)) / sxx
+    return slope, _critical_value(len(x), m, confidence) * se
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_value(bins: int, lags: int, confidence: float) -> float:
+    """The `confidence` quantile of |t| for the slope's Newey-West t statistic over `bins` equally spaced points
+    of independent normal noise at bandwidth `lags` (fixed seed: the same value every run). Larger than the normal
+    1.96 (3.41 at 20 bins and bandwidth 5, 2.63 at bandwidth 2): the variance from 20 points is itself noisy."""
+    import numpy as np
+
+    rng = np.random.default_rng(20240535)
+    x = np.arange(bins, dtype=np.float64)
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    y = rng.standard_normal((_CRITICAL_DRAWS, bins))
+    slope = (y @ xc) / sxx
+    scores = (y - y.mean(axis=1, keepdims=True) - slope[:, None] * xc[None, :]) * xc[None, :]
+    variance = (scores * scores).sum(axis=1)
+    for lag in range(1, min(lags, bins)):
+        variance += 2.0 * (1.0 - lag / lags) * (scores[:, lag:] * scores[:, :-lag]).sum(axis=1)
+    t = np.abs(slope) * sxx / np.sqrt(np.maximum(variance, 1e-300))
+    return float(np.quantile(t, confidence))
+
+
+def served_until_ns(arrival_ns: Any, stream: Any) -> int:
+    """The earliest of the streams' last recorded arrivals: up to it every stream's arrivals are all there."""
+    import numpy as np
+
+    arrival = np.asarray(arrival_ns, dtype=np.int64)
+    ids, which = np.unique(np.asarray(stream), return_inverse=True)
+    last = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last, which, arrival)
+    return int(last.min())
+
+
+def window_stamps(instances: Sequence[FixedRateStamps],
+                  window: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(arrival_ns, end_ns, stream) of every fixed-rate inference inside the row's window (start >= window start
+    and end <= window end, as runner.metrics counts them), pooled over the streams; `stream` is the index of each
+    one's instance in `instances`."""
+    import numpy as np
+
+    arrivals, ends, streams = [], [], []
+    for i, r in enumerate(instances):
+        if r.issued_ns is None or len(r.start_ns) == 0:
+            continue
+        start = np.asarray(r.start_ns, dtype=np.int64)
+        end = np.asarray(r.end_ns, dtype=np.int64)
+        inside = (start >= window.window_start_ns) & (end <= window.window_end_ns)
+        arrivals.append(start[inside])
+        ends.append(end[inside])
+        streams.append(np.full(int(inside.sum()), i, dtype=np.int64))
+    if not arrivals:
+        return (np.empty(0, dtype=np.int64),) * 3
+    return np.concatenate(arrivals), np.concatenate(ends), np.concatenate(streams)
+
+
+def window_trend(instances: Sequence[FixedRateStamps], window: Window) -> LatencyTrend | None:
+    """The latency trend of a fixed-rate row's window (None for a closed loop, or too few inferences)."""
+    arrival, end, stream = window_stamps(instances, window)
+    return latency_trend(arrival, end, stream) if len(arrival) else None
+
+
+def backlog_timeline(arrival_ns: Any, end_ns: Any, stream: Any = None,
+                     points: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """(t_s, backlog): arrivals minus completions at `points` times from the first recorded arrival (t_s 0) to the
+    last (with `stream`, latency_trend's: the earliest of the streams' last ones). A backlog that keeps growing is
+    the overload the trend measures; the count is in inferences, all streams. Only arrivals that were served are
+    recorded, so the view stops where they stop."""
+    import numpy as np
+
+    arrival = np.sort(np.asarray(arrival_ns, dtype=np.int64))
+    end = np.sort(np.asarray(end_ns, dtype=np.int64))
+    if not len(arrival):
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    until = served_until_ns(arrival_ns, stream) if stream is not None else int(arrival[-1])
+    t = np.linspace(arrival[0], until, points).astype(np.int64)
+    backlog = np.searchsorted(arrival, t, side="right") - np.searchsorted(end, t, side="right")
+    return (t - arrival[0]) / 1e9, backlog
+
+
+def growth_reason(trend: LatencyTrend | None, window: Window, cfg: RunConfig) -> str | None:
+    """The reason a fixed-rate row is invalid when its latency grows (LatencyTrend.growing), e.g. 'latency grows
+    12.1 ms/s [9.8, 14.3] (95%) over 30 s of arrivals, 294 ms proven against a median of 185 ms: 948/s served of
+    960/s offered; the backlog grew through the window, its percentiles are not a steady state'; else None."""
+    if trend is None or cfg.rate_hz is None or not trend.growing:
+        return None
+    offered = cfg.rate_hz * cfg.instances
+    served = window.inferences / window.window_s if window.window_s > 0 else 0.0
+    return (f"latency grows {trend.slope_ms_per_s:.3g} ms/s [{trend.lo_ms_per_s:.3g}, {trend.hi_ms_per_s:.3g}] "
+            f"({trend.confidence:.0%}) over {trend.span_s:.3g} s of arrivals, {trend.proven_growth_ms:.3g} ms "
+            f"proven against a median of {trend.p50_ms:.3g} ms: {served:.4g}/s served of {offered:.4g}/s offered; "
+            f"the backlog grew through the window, its percentiles are not a steady state")
+
+
+def trend_gap(cfg: RunConfig, window: Window, trend: LatencyTrend | None) -> str | None:
+    """The empty_reasons entry of a fixed-rate row that measured but got no trend (too few inferences or bins);
+    None for closed-loop rows (the columns are fixed-rate ones) and rows that have one."""
+    if cfg.rate_hz is None or trend is not None or window.window_s <= 0:
+        return None
+    needed = MIN_BINS * MIN_PER_BIN
+    if window.inferences < needed:
+        why = (f"{window.inferences} inferences in the window, a latency trend needs {needed} ({MIN_BINS} bins of "
+               f"arrival time, {MIN_PER_BIN} inferences each)")
+    else:
+        why = (f"the {window.inferences} inferences in the window, up to the last arrival every stream served, "
+               f"fill fewer than {MIN_BINS} bins of arrival time with {MIN_PER_BIN} each")
+    return f"{', '.join(TREND_COLUMNS)}: {why}"
