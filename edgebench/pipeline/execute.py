@@ -26,6 +26,7 @@ from edgebench.pipeline.row_steps import RowFacts
 from edgebench.results.row import IdleBaseline
 from edgebench.results.row_files import write_row_data, write_row_json
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
+from edgebench.runner.backlog import window_trend
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.runner.warm_pool import WarmPool
@@ -104,7 +105,8 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     results_t0 = time.monotonic()
 
     summary = facts.summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
-    facts.verdict.judged = judge(summary, cfg)
+    facts.trend = window_trend(outcome.instances, summary) if cfg.rate_hz is not None else None
+    facts.verdict.judged = judge(summary, cfg, facts.trend)
     facts.verdict.telemetry_faults = telemetry_faults(outcome.timelines)
     facts.samplers = tuple(profile.telemetry.samplers)  # the empty_reasons step names them
     if idle_power_w is not None:

@@ -40,6 +40,7 @@ from edgebench.results.row import (
     why_empty,
 )
 from edgebench.results.schema import COLUMNS, SchemaError, ownership_problems
+from edgebench.runner.backlog import LatencyTrend, trend_gap
 from edgebench.runner.load import arrival_fields, load_fields, slo_fields
 from edgebench.runner.metrics import Summary, percentile_gaps
 from edgebench.runner.orchestrator import RunOutcome
@@ -66,6 +67,7 @@ class RowFacts:
     probe: ProbeResult | None = None
     run: RunOutcome | None = None  # runner.orchestrator.run_instances: None when the instances never ran
     summary: Summary | None = None  # runner.metrics.summarize of a run that measured
+    trend: LatencyTrend | None = None  # runner.backlog.window_trend: a fixed-rate window's latency trend
     setup_s: float | None = None  # pipeline.phases: the row's wall time outside its window and warm-up
     accuracy: dict[str, Any] = field(default_factory=dict)  # pipeline.execute.accuracy_part: agreement with FP32
     labelled: dict[str, Any] = field(default_factory=dict)  # models.labelled: the data set and its scores
@@ -154,6 +156,11 @@ def load_columns(f: RowFacts, row: Row) -> Columns:
     return {**arrival, **{k: v for k, v in load_fields(f.cfg, f.run.instances, f.summary).items() if k != "slo_ms"}}
 
 
+def trend_columns(f: RowFacts, row: Row) -> Columns:
+    """A fixed-rate row's latency trend over its window and its interval (runner.backlog; judge read the same)."""
+    return f.trend.fields() if f.trend is not None else {}
+
+
 def tensor_core_columns(f: RowFacts, row: Row) -> Columns:
     """tensor_core_time_pct and tensor_core_evidence: the kernel profile's when one ran, else the backend's evidence
     (TensorRT: the layer precisions its builder chose)."""
@@ -185,7 +192,8 @@ def empty_reasons_columns(f: RowFacts, row: Row) -> Columns:
         return {}
     absent = None if f.idle is not None else (f.idle_absent or "no idle baseline for this sweep")
     latency = percentile_gaps(f.summary, f.cfg) if f.summary is not None and f.cfg is not None else []
-    reasons = [why_empty(row, f.samplers, absent, latency), cosine_empty_reason(row)]
+    trend = trend_gap(f.cfg, f.summary, f.trend) if f.summary is not None and f.cfg is not None else None
+    reasons = [why_empty(row, f.samplers, absent, latency), trend, cosine_empty_reason(row)]
     return {"empty_reasons": "; ".join(r for r in reasons if r) or None}
 
 
@@ -227,6 +235,7 @@ ROW_STEPS: tuple[RowStep, ...] = (
     RowStep("telemetry", telemetry_columns),
     RowStep("thermal", thermal_columns),
     RowStep("load", load_columns),
+    RowStep("trend", trend_columns),
     RowStep("accuracy", accuracy_columns),
     RowStep("labelled", labelled_columns),
     RowStep("tensor_cores", tensor_core_columns),

@@ -179,6 +179,19 @@ COLUMNS: list[Column] = [
     Column("achieved_rate_hz", "1/s", "inferences completed per second inside the window, all streams", float, "load"),
     Column("queue_ms_p99", "ms", "fixed-rate: 99th percentile wait between an inference's arrival and its start", float, "load"),
     Column("service_ms_p50", "ms", "fixed-rate: median time from an inference's start to its end (no queueing)", float, "load"),
+    Column("latency_trend_ms_per_s", "ms/s",
+           "fixed-rate: how fast the latency of one inference (one batch), end - scheduled arrival, grows with "
+           "arrival time over the window, ms per s: ~0 while the device keeps up, (offered / served - 1) * 1000 while a backlog grows (10 ms/s = 1% "
+           "overload); the slope through 20 bins' median latencies (runner/backlog.py). The row is invalid when "
+           "latency_trend_lo_ms_per_s > 0 and that bound times the window is at least latency_ms_p50 (and 1 ms); "
+           "empty below 80 inferences (empty_reasons says why) and for closed-loop rows", float, "trend"),
+    Column("latency_trend_lo_ms_per_s", "ms/s",
+           "fixed-rate: lower bound of the 95% interval of latency_trend_ms_per_s (the latency of one inference (one "
+           "batch) gained per s of arrivals): Newey-West over the bins and a critical value for their count, so it "
+           "holds for autocorrelated queueing, where an interval from the inferences themselves would not",
+           float, "trend"),
+    Column("latency_trend_hi_ms_per_s", "ms/s", "fixed-rate: upper bound of the 95% interval of "
+           "latency_trend_ms_per_s (the latency of one inference (one batch) gained per s of arrivals)", float, "trend"),
     Column("slo_ms", "ms", "slo-search: the p99 latency bound the probe was judged against", float, "slo"),
     Column("slo_met", "", "slo-search: true when the row is ok and latency_ms_p99 <= slo_ms, false when it missed "
                           "or failed, empty when unmeasured (slo_verdict)", bool, "slo"),
