@@ -28,6 +28,9 @@ INTERNAL_USERS = {
     # replays recorded rows' per-inference timestamps (edgebench.results' readers) through the stability rule the CLI
     # ships (edgebench.runner.metrics), old rule against new: it reads run folders, it measures nothing
     "stability_replay.py",
+    # checks the answer layer's interval of the median and its rank test on known distributions (stated vs actual
+    # coverage): it tests a statistical method, it measures no device
+    "interval_coverage.py",
 }
 
 
