@@ -1,32 +1,42 @@
 """Evaluate the adaptive search (`bench --search`) on full grids already measured: replay it over a results.csv,
 each row it asks for answered by the grid's row of the same configuration and repeat.
 
-For each grid, goal (the best under a few limit sets, and the Pareto front) and search seed: how many rows the
-search measured before it stopped, whether its answer is the full grid's (same best configuration; same front),
-the row at which its answer first became the grid's and stayed, and the prediction error on the configurations
-it did not measure (median absolute % error of its predicted medians against the grid's, per metric).
+For each grid, goal and search seed: how many rows the search measured before it stopped, whether its answer is
+the full grid's (the same best configuration, or one the grid's own repeats cannot tell from it:
+answer.best.tied_with_best; the same front), the row at which its answer first became the grid's and stayed, and
+the prediction error on the configurations it did not measure (median absolute % error of its predicted medians
+against the grid's, per metric). The truth is the answer layer's over the whole grid (every repeat counted).
+
+Goals: the fixed limit sets (goals_for: bounds at quantiles of the grid's own values, and the front), plus with
+--drawn N, N best-under-limits goals per grid drawn at random (draw_goals); or one goal of your own, given as
+`edgebench best` takes it (--objective, --slo-ms, --slo-percentile, --power-cap-w, --max-accuracy-drop).
 
 It imports edgebench.search: it evaluates the search's decisions (the same `decide` the CLI runs), not the harness's
 measurements, which come from the grids (measured through the CLI; their commands are in docs/results).
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/search_eval.py --seeds 5 --out docs/results/search
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/search_eval.py --seeds 5 --drawn 50 --jobs 2 --out docs/results/search
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/search_eval.py --grids h100-torch --surrogates gp --seeds 4 \
+        --objective throughput --slo-ms 6 --slo-percentile p90 --power-cap-w 300
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.answer.best import Limits, answer_from_runs, tied_with_best, with_accuracy_drop
+from edgebench.answer.best import ACCURACY_DROP, Limits, answer_from_runs, tied_with_best, with_accuracy_drop
 from edgebench.answer.candidates import IDENTITY, load_source
 from edgebench.answer.pareto import membership_settled, pareto_fronts
+from edgebench.commands.best import OBJECTIVE_CHOICES, PERCENTILE_CHOICES, add_limit_arguments
 from edgebench.results.runs import Run
 from edgebench.search.decide import EXPLORE_MIN_PROB, decide
 from edgebench.search.goal import Goal, ModelState, current_answer, point_key
@@ -202,59 +212,271 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
                 errors[col].append(abs(mean - true) / abs(true) * 100)
     gap = objective_gap(goal, final, truth, points, grid) if goal.mode == "best" else None
     floor = sum(len(p.hashes) for p in points if any(p.key in ks for ks in truth.values()))
-    return {"rows": len(measured), "answer_rows": floor, "steps": steps, "same": final == truth, "same_within_noise": bool(within_noise),
+    return {"final": final, "rows": len(measured), "answer_rows": floor, "steps": steps, "same": final == truth, "same_within_noise": bool(within_noise),
             "gap_pct": gap,
             "answer_members_found": found, "reached_at": reached_at,
             "stop": d.stop, "error_pct": {c: statistics.median(v) for c, v in errors.items()},
             "predicted_points": sum(1 for p in d.predictions if p.state == "predicted"), "wall_s": time.monotonic() - t0}
 
 
+def goal_text(goal: Goal) -> str:
+    """'lowest energy, p90 <= 6.5 ms, power <= 300 W, drop <= 1 pp' (the limits as `edgebench best` names them)."""
+    if goal.mode == "pareto":
+        return "Pareto front"
+    words = {"throughput": "best throughput", "energy": "lowest energy",
+             "latency": f"lowest {goal.limits.percentile} latency"}[goal.objective]
+    lim = goal.limits
+    parts = [words]
+    if lim.slo_ms is not None:
+        parts.append(f"{lim.percentile} <= {lim.slo_ms:g} ms")
+    if lim.power_cap_w is not None:
+        parts.append(f"power <= {lim.power_cap_w:g} W")
+    if lim.max_accuracy_drop_pct is not None:
+        parts.append(f"drop <= {lim.max_accuracy_drop_pct:g} pp")
+    return ", ".join(parts) if len(parts) > 1 else f"{words}, no limit"
+
+
+def _round3(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def draw_goals(rows: list[dict[str, Any]], count: int, rng: random.Random) -> list[tuple[str, Goal]]:
+    """`count` best-under-limits goals drawn at random: objective (energy only where power is measured), the SLO's
+    percentile (one that at least 3 in 4 measured rows have), and each limit with a threshold inside the grid's
+    observed range (a quantile, drawn uniformly in [0.15, 0.95], of the configurations' worst-repeat values, every
+    repeat counted as the answer counts it), so that most sets leave something feasible."""
+    measured = with_accuracy_drop([r for r in rows if r.get("status") in ("ok", "invalid")])
+    by_config: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in measured:
+        by_config[tuple(r.get(k) for k in IDENTITY)].append(r)
+
+    def worst(col: str) -> list[float]:
+        out = []
+        for members in by_config.values():
+            vals = [float(r[col]) for r in members if r.get(col) is not None]
+            if vals:
+                out.append(max(vals))
+        return sorted(out)
+
+    percentiles = [p for p in ("p50", "p90", "p95", "p99")
+                   if sum(1 for r in measured if r.get(f"latency_ms_{p}") is not None) >= 0.75 * len(measured)]
+    power = worst("power_w_mean")
+    drops = worst(ACCURACY_DROP)
+    objectives = ["throughput", "latency"] + (["energy"] if power else [])
+    out = []
+    for _ in range(count):
+        objective = rng.choice(objectives)
+        pct = rng.choice(percentiles)
+        slo = cap = drop = None
+        if rng.random() < 0.8:
+            slo = _round3(_quantile(worst(f"latency_ms_{pct}"), rng.uniform(0.15, 0.95)))
+        if power and rng.random() < 0.6:
+            cap = _round3(_quantile(power, rng.uniform(0.15, 0.95)))
+        if drops and rng.random() < 0.3:
+            drop = rng.choice((0.5, 1.0, 2.0))
+        goal = Goal("best", objective, Limits(slo_ms=slo, percentile=pct, power_cap_w=cap,
+                                              max_accuracy_drop_pct=drop))
+        out.append((f"#{len(out) + 1}: {goal_text(goal)}", goal))
+    return out
+
+
+@dataclass
+class Job:
+    grid: str
+    path: str
+    goal_set: str  # fixed | drawn | given
+    goal_name: str
+    goal: Goal
+    surrogate: str
+    seed: int
+    explore_min_prob: float
+
+
+_GRIDS: dict[str, tuple[list[SearchPoint], dict[str, dict[str, Any]], list[dict[str, Any]]]] = {}
+_ANSWERS: dict[tuple[str, Goal], GridAnswer] = {}
+
+
+def _grid(path: str) -> tuple[list[SearchPoint], dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """(points, rows by config hash, the live rows) of a grid, loaded once per process."""
+    if path not in _GRIDS:
+        rows = list(load_source(path).rows)
+        points, grid = points_of(rows)
+        _GRIDS[path] = (points, grid, [r for r in rows if r.get("status") != "skipped"])
+    return _GRIDS[path]
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    points, grid, live = _grid(job.path)
+    point_of = {h: p.key for p in points for h in p.hashes}
+    if (job.path, job.goal) not in _ANSWERS:
+        _ANSWERS[(job.path, job.goal)] = grid_answer(job.goal, live, point_of)
+    full = _ANSWERS[(job.path, job.goal)]
+    res = replay(points, grid, job.goal, job.seed, job.surrogate, len(live), job.explore_min_prob, full)
+    label = {p.key: p.label for p in points}
+    lim = job.goal.limits
+    return {"grid": job.grid, "grid_rows": len(live), "configurations": len(points), "goal_set": job.goal_set,
+            "goal": job.goal_name, "mode": job.goal.mode, "objective": job.goal.objective,
+            "limits": {"slo_ms": lim.slo_ms, "percentile": lim.percentile, "power_cap_w": lim.power_cap_w,
+                       "max_accuracy_drop_pct": lim.max_accuracy_drop_pct},
+            "surrogate": job.surrogate, "seed": job.seed, **res,
+            "truth": {m: [label[k] for k in ks] for m, ks in full.truth.items()},
+            "answer": {m: [label[k] for k in ks] for m, ks in res.pop("final").items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--grids", default=",".join(GRIDS), help="names of GRIDS, or NAME=PATH")
+    ap.add_argument("--grids", default=",".join(GRIDS), help="names of GRIDS, or NAME=PATH (any results.csv)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--surrogates", default="gp,loglinear")
     ap.add_argument("--explore-min-prob", type=float, default=EXPLORE_MIN_PROB)
-    ap.add_argument("--goals", default="", help="only goals whose name contains one of these (comma-separated; "
+    ap.add_argument("--goals", default="", help="only fixed goals whose name contains one of these (comma-separated; "
                                                 "e.g. 'Pareto')")
+    ap.add_argument("--drawn", type=int, default=0, metavar="N",
+                    help="also N best-under-limits goals drawn at random per grid (draw_goals)")
+    ap.add_argument("--drawn-surrogates", default=None,
+                    help="surrogates for the drawn goals (default: --surrogates)")
+    ap.add_argument("--draw-seed", type=int, default=0)
+    ap.add_argument("--no-fixed", action="store_true", help="leave out the fixed goals (goals_for)")
+    g = ap.add_argument_group("a goal of your own (as `edgebench best` takes it): replaces the fixed and drawn goals")
+    g.add_argument("--objective", choices=OBJECTIVE_CHOICES)
+    add_limit_arguments(g, slo_help="latency SLO on the --slo-percentile column, on every repeat")
+    g.add_argument("--slo-percentile", choices=PERCENTILE_CHOICES, default="p99")
+    ap.add_argument("--jobs", type=int, default=1, help="replays run in this many processes")
     ap.add_argument("--out", help="folder for eval.md / eval.json")
     ap.add_argument("--notes", help="a markdown file appended to eval.md (what changed, read by people)")
     args = ap.parse_args(argv)
-    records = []
+    given = args.objective is not None or any(v is not None for v in (args.slo_ms, args.power_cap_w,
+                                                                      args.max_accuracy_drop))
+    jobs: list[Job] = []
     for spec in args.grids.split(","):
         name, _, path = spec.partition("=")
         path = path or GRIDS[name]
-        rows = [r for r in load_source(path).rows]
-        points, grid = points_of(rows)
-        live = [r for r in rows if r.get("status") != "skipped"]
-        point_of = {h: p.key for p in points for h in p.hashes}
-        for goal_name, goal in goals_for(rows):
-            if args.goals and not any(g in goal_name for g in args.goals.split(",")):
-                continue
-            full = grid_answer(goal, live, point_of)
-            truth = full.truth
-            for surrogate in args.surrogates.split(","):
+        rows = list(load_source(path).rows)
+        sets: list[tuple[str, str, Goal, list[str]]] = []
+        surrogates = args.surrogates.split(",")
+        if given:
+            goal = Goal("best", args.objective or "throughput",
+                        Limits(slo_ms=args.slo_ms, percentile=args.slo_percentile, power_cap_w=args.power_cap_w,
+                               max_accuracy_drop_pct=args.max_accuracy_drop))
+            sets.append(("given", goal_text(goal), goal, surrogates))
+        else:
+            if not args.no_fixed:
+                sets += [("fixed", n, goal, surrogates) for n, goal in goals_for(rows)
+                         if not args.goals or any(g in n for g in args.goals.split(","))]
+            rng = random.Random(args.draw_seed * 1_000_003 + zlib.crc32(name.encode()))
+            drawn_surrogates = (args.drawn_surrogates or args.surrogates).split(",")
+            sets += [("drawn", n, goal, drawn_surrogates) for n, goal in draw_goals(rows, args.drawn, rng)]
+        for goal_set, goal_name, goal, surs in sets:
+            for surrogate in surs:
                 for seed in range(args.seeds):
-                    res = replay(points, grid, goal, seed, surrogate, len(live), args.explore_min_prob, full)
-                    rec = {"grid": name, "grid_rows": len(live), "configurations": len(points), "goal": goal_name,
-                           "surrogate": surrogate, "seed": seed, **res,
-                           "truth": {m: [next(p.label for p in points if p.key == k) for k in ks]
-                                     for m, ks in truth.items()}}
-                    records.append(rec)
-                    print(json.dumps({k: v for k, v in rec.items() if k != "truth"}, default=str), flush=True)
-    table = summary(records)
-    print(table)
+                    jobs.append(Job(name, path, goal_set, goal_name, goal, surrogate, seed, args.explore_min_prob))
+    records = []
+    t0 = time.monotonic()
+    if args.jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            results = pool.imap(run_job, jobs)
+            for rec in results:
+                records.append(rec)
+                print(json.dumps({k: v for k, v in rec.items() if k not in ("truth", "limits")}, default=str),
+                      flush=True)
+    else:
+        for job in jobs:
+            rec = run_job(job)
+            records.append(rec)
+            print(json.dumps({k: v for k, v in rec.items() if k not in ("truth", "limits")}, default=str), flush=True)
+    wall = time.monotonic() - t0
+    text = "\n\n".join(part for part in (overview(records), summary([r for r in records if r["goal_set"] != "drawn"]),
+                                         drawn_summary(records)) if part)
+    print(text)
+    print(f"{len(records)} replays in {wall:.0f} s ({args.jobs} process(es))")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "eval.json").write_text(json.dumps(records, indent=1, default=str))
         notes = Path(args.notes).read_text().strip() + "\n" if args.notes else ""
         command = " ".join(["PYTHONPATH=$PWD .venv/bin/python benchmarks/search_eval.py", *(argv or sys.argv[1:])])
-        (out / "eval.md").write_text("\n\n".join([HEADER.format(command=command), table, notes]).rstrip() + "\n")
+        (out / "eval.md").write_text("\n\n".join([HEADER.format(command=command), text, notes]).rstrip() + "\n")
     return 0
 
 
+def correct(r: dict[str, Any]) -> bool:
+    """The search's answer equals the truth: the same configuration (the same front), or one the full grid's own
+    repeats cannot tell from its best (answer.best.tied_with_best; a front: every member the grid settles on, none
+    it settles off)."""
+    return bool(r["same_within_noise"])
+
+
+def _share(rs: list[dict[str, Any]], pred: Any) -> str:
+    return f"{sum(1 for r in rs if pred(r))} of {len(rs)} ({sum(1 for r in rs if pred(r)) / max(1, len(rs)):.1%})"
+
+
+def _rows_share(rs: list[dict[str, Any]]) -> str:
+    shares = sorted(r["rows"] / r["grid_rows"] for r in rs)
+    if not shares:
+        return "-"
+    return (f"{statistics.median(shares):.0%} (p90 {shares[min(len(shares) - 1, int(0.9 * len(shares)))]:.0%}, "
+            f"max {shares[-1]:.0%})")
+
+
+def overview(records: list[dict[str, Any]]) -> str:
+    """One line per goal set (fixed best, fixed Pareto, drawn, given) and surrogate: the share of searches whose
+    answer equals the truth (correct), the exact share, the worst gap, and the rows used (median share of the
+    grid, over searches)."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        kind = {"fixed": "fixed limit sets", "drawn": "drawn limit sets", "given": "the given goal"}[r["goal_set"]]
+        groups[(f"{kind}, {'Pareto front' if r['mode'] == 'pareto' else 'best'}", r["surrogate"])].append(r)
+    lines = ["| goals | surrogate | searches | answer = truth (same, or tied in the full grid) | exact | gap to the "
+             "grid's best <= 2% | worst gap | rows used: median share of the grid (p90, max) |",
+             "| --- | --- | ---: | --- | --- | --- | ---: | --- |"]
+    for (kind, surrogate), rs in groups.items():
+        best = "Pareto" not in kind
+        lines.append(f"| {kind} | {surrogate} | {len(rs)} | {_share(rs, correct)} | {_share(rs, lambda r: r['same'])} | "
+                     + (f"{_share(rs, lambda r: r['same'] or (r['gap_pct'] is not None and r['gap_pct'] <= 2.0))} | "
+                        f"{_worst_gap(rs)} | " if best else "- | - | ")
+                     + f"{_rows_share(rs)} |")
+    return "\n".join(lines)
+
+
+def drawn_summary(records: list[dict[str, Any]]) -> str:
+    """The drawn limit sets per grid and surrogate, and every search among them whose answer is not the truth."""
+    drawn = [r for r in records if r["goal_set"] == "drawn"]
+    if not drawn:
+        return ""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in drawn:
+        groups[(r["grid"], r["surrogate"])].append(r)
+    lines = ["Drawn limit sets, per grid (draw_goals: objective, percentile, SLO, power cap and accuracy drop drawn "
+             "within the grid's observed ranges):", "",
+             "| grid | surrogate | sets | sets with a feasible configuration | searches | answer = truth | exact | "
+             "gap <= 2% | worst gap | rows used: median share (p90, max) |",
+             "| --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- |"]
+    for (grid, surrogate), rs in groups.items():
+        sets = {r["goal"]: r for r in rs}
+        feasible = sum(1 for r in sets.values() if any(r["truth"].values()))
+        lines.append(f"| {grid} | {surrogate} | {len(sets)} | {feasible} | {len(rs)} | {_share(rs, correct)} | "
+                     f"{_share(rs, lambda r: r['same'])} | "
+                     f"{_share(rs, lambda r: r['same'] or (r['gap_pct'] is not None and r['gap_pct'] <= 2.0))} | "
+                     f"{_worst_gap(rs)} | {_rows_share(rs)} |")
+    wrong = [r for r in drawn if not correct(r)]
+    if wrong:
+        lines += ["", "Searches whose answer is not the truth:", "",
+                  "| grid | goal | surrogate | seed | rows | answer | truth | stop |", "| --- | --- | --- | ---: | ---: | --- | --- | --- |"]
+        for r in wrong:
+            lines.append(f"| {r['grid']} | {r['goal']} | {r['surrogate']} | {r['seed']} | {r['rows']} | "
+                         f"{_names(r['answer'])} | {_names(r['truth'])} | {str(r['stop'])[:120]} |")
+    return "\n".join(lines)
+
+
+def _names(answer: dict[str, list[str]]) -> str:
+    return "; ".join(", ".join(v) or "none" for v in answer.values()) or "none"
+
+
 def summary(records: list[dict[str, Any]]) -> str:
+    if not records:
+        return ""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         groups[(r["grid"], r["goal"], r["surrogate"])].append(r)
