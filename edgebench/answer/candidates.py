@@ -43,7 +43,8 @@ PERCENTILES = ("p99", "p95", "p90", "p50")
 # floors; report/ may not import runner/, so the four values are copied here and tested against it)
 PERCENTILE_FLOORS = {"p50": 10, "p90": 64, "p95": 130, "p99": 662}
 PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16", "amp", "int8")
-_NUMBER = re.compile(r"\d+(\.\d+)?")
+# a number standing alone (16, 2.5, 30%), never the digits of a name (float16, p99, cuda:0, resnet50, b16)
+_NUMBER = re.compile(r"(?<![\w.:])\d+(\.\d+)?(?![\w.])")
 
 
 def precision_rank(precision: str) -> tuple[int, str]:
@@ -204,17 +205,26 @@ def setups(runs: list[Run]) -> tuple[list[Setup], list[str]]:
 
 @dataclass
 class LeftOut:
-    """Rows not ranked, counted by why: 'invalid: throughput unstable ...', 'latency_ms_p99 empty: ...'."""
+    """Rows not ranked, counted by why. `counts` is keyed by the cause with a row's own numbers as N ('invalid:
+    throughput unstable across N sub-windows: N% from the mean'), so equal causes count together; what is printed
+    is the first such row's reason verbatim, never rewritten."""
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    examples: dict[str, str] = field(default_factory=dict)  # key -> the first row's words, verbatim
 
-    def add(self, why: str) -> None:
+    def add(self, why: str, verbatim: str | None = None) -> None:
         self.counts[why] += 1
+        self.examples.setdefault(why, verbatim if verbatim is not None else why)
 
     def total(self) -> int:
         return sum(self.counts.values())
 
     def lines(self) -> list[str]:
-        return [f"{n} row(s): {why}" for why, n in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+        out = []
+        for why, n in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            example = self.examples.get(why, why)
+            alike = f" (and {n - 1} more of this cause)" if n > 1 and example != why else ""
+            out.append(f"{n} row(s): {example}{alike}")
+        return out
 
 
 def _short_reason(text: str) -> str:
@@ -266,13 +276,16 @@ def candidates(runs: list[Run], setup_label: str, needed: tuple[str, ...], left_
             status = row.get("status") or ""
             key = tuple(row.get(k) for k in IDENTITY)
             if status != "ok":
-                left_out.add(f"{status or 'no status'}: {_short_reason(str(row.get('reason') or ''))}")
+                reason = str(row.get("reason") or "")
+                left_out.add(f"{status or 'no status'}: {_short_reason(reason)}",
+                             f"{status or 'no status'}: {reason or 'no reason given'}")
                 if status == "invalid":
                     invalid[key].append(row)
                 continue
             missing = next((c for c in needed if row.get(c) is None), None)
             if missing is not None:
-                left_out.add(f"{missing} empty: {empty_reason(row, missing)}")
+                left_out.add(f"{missing} empty: {empty_reason(row, missing)}",
+                             f"{missing} empty: {empty_reason(row, missing, keep_numbers=True)}")
                 continue
             cand = by_key.get(key)
             if cand is None:

@@ -157,7 +157,8 @@ def _with_energy(mine: list[Candidate], left_out: LeftOut) -> list[Candidate]:
         rows = []
         for row in c.rows:
             if row.get(ENERGY) is None:
-                left_out.add(f"{ENERGY} empty: {empty_reason(row, ENERGY)}")
+                left_out.add(f"{ENERGY} empty: {empty_reason(row, ENERGY)}",
+                             f"{ENERGY} empty: {empty_reason(row, ENERGY, keep_numbers=True)}")
             else:
                 rows.append(row)
         if rows:

@@ -101,3 +101,17 @@ def test_an_accuracy_limit_finer_than_one_sample_is_named_with_the_samples_it_ne
             "where one sample is 12.5 pp, so a drop reads 0 or >= 12.5 pp; a 0.5 pp limit needs >= 200 samples") in fine
     coarse = to_text(best_answer([run], limits=Limits(max_accuracy_drop_pct=15.0)))
     assert "finer than one sample" not in coarse
+
+
+def test_reasons_are_printed_verbatim(tmp_path: Path):
+    """issue 34: the answer rewrote digits inside reasons ('CPUExecutionProvider computes floatN graphs in floatN').
+    Rows of one cause still count together; what is printed is a row's reason as written."""
+    skip = "CPUExecutionProvider computes float16 graphs in float32 (no fp16 kernels): the row would measure casts"
+    run = make_run(tmp_path / "r", [
+        _r(0, "fp32", 1, 100.0, 0, 5.0),
+        row(1, "fp16", 1, None, "skipped", skip, repeat=0, config_hash="s1"),
+        row(2, "fp16", 4, None, "skipped", skip, repeat=0, config_hash="s2"),
+        _r(3, "int8", 1, 300.0, 0, 2.0, "invalid"), _r(4, "int8", 4, 310.0, 0, 2.0, "invalid")])
+    text = to_text(best_answer([run]))
+    assert f"2 row(s): skipped: {skip}" in text and "floatN" not in text
+    assert f"2 row(s): invalid: {UNSTABLE} (and 1 more of this cause)" in text
