@@ -38,7 +38,8 @@ def pareto_table(fronts: list[ParetoFront], name: str = "pareto") -> Table:
             Col("energy_per_inference_mj", "Energy (mJ/sample)", True), Col("energy_ci", "interval (coverage)"),
             Col("latency_column", "Latency pct."), Col("latency_ms", "Latency (ms/batch)", True),
             Col("latency_ci", "interval (coverage)"), Col("repeats", "n", True), Col("power_scope", "power scope", csv_only=True),
-            Col("front_over", "front over", csv_only=True)]
+            Col("front_over", "front over", csv_only=True),
+            Col("invalid_repeats", "invalid repeats (not pooled)")]
     records = []
     for f in fronts:
         over = ", ".join(f"{col} {'up' if up else 'down'}" for col, up in f.objectives)
@@ -51,7 +52,8 @@ def pareto_table(fronts: list[ParetoFront], name: str = "pareto") -> Table:
                 "energy_ci": "" if energy is None else _ci(energy),
                 "latency_column": percentile_name(f.latency_column),
                 "latency_ms": None if lat is None else lat.median, "latency_ci": "" if lat is None else _ci(lat),
-                "repeats": p.throughput.n, "power_scope": p.candidate.power_scope(), "front_over": over})
+                "repeats": p.throughput.n, "power_scope": p.candidate.power_scope(), "front_over": over,
+                "invalid_repeats": p.candidate.invalid_text([col for col, _up in f.objectives])})
     notes = ["the Pareto front per model: no other configuration is at least as good in every objective and better "
              "in one (medians over repeats): throughput up, energy per inference down where power was measured, "
              f"latency down where every configuration has a percentile; interval: {METHOD}", CELL_NOTE,

@@ -12,6 +12,7 @@ from edgebench.answer.best import Limits, best_answer
 from edgebench.answer.candidates import load_sources
 from edgebench.answer.pareto import pareto_fronts
 from edgebench.report.answer import to_text
+from edgebench.report.pareto import pareto_table
 
 UNSTABLE = "throughput unstable across 5 sub-windows: 16% from the mean"
 
@@ -90,6 +91,9 @@ def test_the_pareto_front_keeps_invalid_repeats_beside_its_points(tmp_path: Path
     (front,) = pareto_fronts(load_sources([_h100_like(tmp_path)]))
     b16 = next(p for p in front.points if p.candidate.identity["batch"] == 16)
     assert b16.throughput.n == 1 and len(b16.candidate.invalid_rows) == 2
+    table = pareto_table([front])
+    (rec,) = [r for r in table.records if r["configuration"].startswith("ort fp16 b16")]
+    assert rec["invalid_repeats"].startswith("repeat 1 invalid (throughput_ips 3400, p99 ")
 
 
 def test_an_accuracy_limit_finer_than_one_sample_is_named_with_the_samples_it_needs(tmp_path: Path):
