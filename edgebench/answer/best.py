@@ -120,7 +120,7 @@ class Ranked:
 class Verdict:
     resolved: bool | None  # None: no runner-up, or too few repeats to tell
     text: str
-    prob_best_better: float | None = None
+    confidence: float | None = None  # 1 - p of the exact one-sided rank test, best vs runner-up
     more_repeats: int | None = None
 
 
@@ -247,8 +247,8 @@ def rank(cands: list[Candidate], column: str, higher: bool, limits: Limits
         if miss is not None:
             missed.append((cand, miss))
             continue
-        worst = {col: max(v for v, _r in cand.every_value(col)) for col, _bound in limits.columns()
-                 if cand.every_value(col)}
+        worst = {col: max(v for v, _r in measured) for col, _bound in limits.columns()
+                 if (measured := cand.every_value(col))}
         feasible.append(Ranked(cand, cand.interval(column), worst))
     sign = -1.0 if higher else 1.0
     feasible.sort(key=lambda r: (sign * (r.interval.median or 0.0), r.candidate.sort_key()))

@@ -48,7 +48,7 @@ def test_apart_intervals_are_resolved_and_the_best_is_the_highest_median(tmp_pat
     assert runner.candidate.identity["precision"] == "fp32" and runner.interval.median == 101.0
     assert best.interval.n == 3 and best.interval.lo is not None and best.interval.lo > runner.interval.hi
     # 3 vs 3 repeats, every one of int8 above every one of fp32: the exact rank test's p is 1/C(6,3) = 1/20
-    assert only.verdict.resolved is True and abs(only.verdict.prob_best_better - 0.95) < 1e-12
+    assert only.verdict.resolved is True and abs(only.verdict.confidence - 0.95) < 1e-12
     assert "resolved at 95%" in only.verdict.text and "3 usable repeats vs 3 usable repeats" in only.verdict.text
 
 
