@@ -166,10 +166,15 @@ def _verdict(best: Ranked, runner: Ranked | None, column: str, higher: bool) -> 
     n = min(len(va), len(vb))
     least = LEAST_REPEATS_TO_RESOLVE
     if n < least:
+        asks = [f"{least - len(vals)} more usable repeat(s) of the {side}"
+                + (f" ({len(c.invalid_rows)} of its {len(c.invalid_rows) + len(vals)} were invalid)"
+                   if c.invalid_rows else "")
+                for side, vals, c in (("best", va, best.candidate), ("runner-up", vb, runner.candidate))
+                if len(vals) < least]
         more = least - n
         return Verdict(False, f"cannot tell at {LEVEL_PROB:.0%} from {behind}: a rank test needs >= {least} usable "
                               f"repeats of each to reach {LEVEL_PROB:.0%} (confidence now {percent(conf or 0.0)}); "
-                              f"measure {more} more of each (bench --repeats {least})", conf, more)
+                              f"measure {' and '.join(asks)}", conf, more)
     if diff == 0 or a.lo is None or a.hi is None or b.lo is None or b.hi is None:
         return Verdict(False, f"tie: the medians are equal ({behind}); more repeats would not separate them", conf)
     half = (a.hi - a.lo) / 2 + (b.hi - b.lo) / 2

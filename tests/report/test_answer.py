@@ -71,6 +71,8 @@ def test_one_repeat_cannot_be_called_resolved(tmp_path: Path):
     (only,) = best_answer([make_run(tmp_path / "r", rows)]).answers
     assert only.verdict.resolved is False and only.verdict.more_repeats == 2
     assert "cannot tell at 95% from 1 usable repeat vs 1 usable repeat" in only.verdict.text
+    assert only.verdict.text.endswith("measure 2 more usable repeat(s) of the best and 2 more usable repeat(s) of "
+                                      "the runner-up")
 
 
 def test_two_repeats_apart_are_not_called_resolved_at_95(tmp_path: Path):
