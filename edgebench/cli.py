@@ -84,7 +84,7 @@ DEFAULT_OUT = "runs"
 # (--budget-rows is not one: more rows for a search its budget stopped leave the plan, and every row's hash, as saved)
 RESUME_CONFLICTS = ("device", "models", "precisions", "batches", "instances", "backends", "mode", "duration",
                     "repeats", "out", "min_inferences", "max_duration", "rate", "slo_ms", "max_streams", "gpu_sharing",
-                    "arrival", "slo_repeats", "weights", "dataset",
+                    "arrival", "slo_repeats", "horizon_s", "weights", "dataset",
                     "labels", "accuracy_samples", "calibration_samples", "value", "search", "search_seed",
                     "objective", "power_cap_w", "max_accuracy_drop", "slo_percentile")
 # --resume of a run folder an earlier edgebench wrote: rows it judged invalid for too few inferences alone

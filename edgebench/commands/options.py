@@ -21,7 +21,8 @@ FLAGS = {
               "backends": "--backends", "modes": "--mode"},
     "run": {"duration_s": "--duration", "repeats": "--repeats", "rate_hz": "--rate", "slo_ms": "--slo-ms",
             "max_duration_s": "--max-duration", "min_inferences": "--min-inferences",
-            "max_streams": "--max-streams", "arrival": "--arrival", "slo_repeats": "--slo-repeats", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
+            "max_streams": "--max-streams", "arrival": "--arrival", "slo_repeats": "--slo-repeats",
+            "slo_horizon_s": "--horizon-s", "gpu_sharing": "--gpu-sharing", "accuracy_samples": "--accuracy-samples"},
     "accuracy": {"weights": "--weights", "dataset": "--dataset", "labels": "--labels"},
     "calibration": {"samples": "--calibration-samples"},
     "search": {"goal": "--search", "objective": "--objective", "slo_ms": "--slo-ms", "slo_percentile": "--slo-percentile",
@@ -195,6 +196,10 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slo-repeats", type=int, metavar="R",
                         help="the SLO search measures each stream count R times (default 3) and accepts it only when "
                              "every repeat meets the SLO")
+    parser.add_argument("--horizon-s", type=float, metavar="S",
+                        help="with --slo-ms: how long the SLO verdict must hold (default 600, MLPerf Server's run): a "
+                             "count meets only when p99 + the latency growth its window cannot exclude over S seconds "
+                             "stays <= the SLO; windows run longer (up to --max-duration) until they can tell")
     parser.add_argument("--gpu-sharing", type=sharing_list, metavar="MODES",
                         help="time-slicing (default) or mps: run GPU instances under a CUDA MPS daemon edgebench "
                              "starts and stops per row; 'time-slicing,mps' runs (and SLO-searches) every config "
@@ -206,7 +211,8 @@ def load_overrides(profile: Profile, args: argparse.Namespace) -> Profile:
     slo_ms = None if searching(args, profile) else args.slo_ms  # a search (no --rate): the search's latency limit
     return profile.with_overrides("run", FLAGS["run"], rate_hz=args.rate, slo_ms=slo_ms,
                                   max_streams=args.max_streams, gpu_sharing=args.gpu_sharing,
-                                  arrival=getattr(args, "arrival", None), slo_repeats=getattr(args, "slo_repeats", None))
+                                  arrival=getattr(args, "arrival", None), slo_repeats=getattr(args, "slo_repeats", None),
+                                  slo_horizon_s=getattr(args, "horizon_s", None))
 
 
 def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:

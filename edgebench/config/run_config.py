@@ -66,6 +66,10 @@ class RunConfig:
     gpu_sharing: str = field(default="time-slicing", metadata=omitted_from_hash_when("time-slicing"))
     # a probe of an SLO search: the row says whether its p99 stayed under this
     slo_ms: float | None = field(default=RUN.slo_ms, metadata=omitted_from_hash_when(None))
+    # a probe of an SLO search: how long its verdict must hold (p99 + the growth its window cannot exclude over it);
+    # rows without an SLO keep their hashes
+    slo_horizon_s: float = field(default=RUN.slo_horizon_s, metadata=omitted_from_hash_if(
+        lambda d: d.get("slo_ms") is None))
     # open loop: how the streams' arrivals sit in time (runner/arrivals.py); closed-loop and even rows (what every
     # fixed-rate row was before arrival models existed) keep their hashes
     arrival: str = field(default=RUN.arrival, metadata=omitted_from_hash_if(
@@ -91,6 +95,8 @@ class RunConfig:
             raise ConfigError("run config", "arrival", f"{self.arrival!r} is not one of {', '.join(ARRIVALS)}")
         if self.slo_ms is not None and (self.rate_hz is None or not self.slo_ms > 0):
             raise ConfigError("run config", "slo_ms", "needs rate_hz and must be > 0")
+        if not self.slo_horizon_s >= 0:
+            raise ConfigError("run config", "slo_horizon_s", f"{self.slo_horizon_s} must be >= 0")
         if self.arrival not in ARRIVALS:
             raise ConfigError("run config", "arrival", f"{self.arrival!r} is not one of {', '.join(ARRIVALS)}")
         if self.gpu_sharing not in GPU_SHARING:
@@ -132,6 +138,8 @@ class RunConfig:
         pm = f"/pm={self.power_mode}" if self.power_mode is not None else ""
         load = f"/rate={self.rate_hz:g}/{self.arrival}" if self.rate_hz is not None else ""
         load += f"/slo={self.slo_ms:g}ms" if self.slo_ms is not None else ""
+        load += f"/horizon={self.slo_horizon_s:g}s" if self.slo_ms is not None and self.slo_horizon_s != \
+            RUN.slo_horizon_s else ""
         load += "/mps" if self.gpu_sharing == "mps" else ""
         load += "".join(f"/{k}={v}" for k, v in self.input_values)
         return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"

@@ -121,6 +121,12 @@ class RunSection(Section):
                     "afresh per repeat: unsynchronised cameras), even (phases spread evenly over one period: the best "
                     "case), poisson (exponential gaps, MLPerf's Server scenario), aligned (every stream at once: "
                     "synchronised triggers, the worst case)")
+    slo_horizon_s: float = Field(
+        default=600.0, ge=0.0, allow_inf_nan=False, json_schema_extra=PER_ROW,
+        description="with slo_ms: how long an SLO verdict must hold (MLPerf Server's 600 s minimum run): a stream "
+                    "count meets only when its p99 plus the latency growth its window cannot exclude (the trend's "
+                    "upper bound x this horizon) stays <= slo_ms; a probe's window is run longer (up to "
+                    "max_duration_s) until it can tell, else the count is unmeasured. 0: the window's p99 alone")
     max_streams: int = Field(default=64, ge=1, description="the SLO search never tries more streams than this")
     slo_repeats: int = Field(default=3, ge=1,
                              description="the SLO search measures each stream count this many times (fresh phases and "

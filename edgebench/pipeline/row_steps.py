@@ -183,7 +183,7 @@ def slo_columns(f: RowFacts, row: Row) -> StepOutput:
     if f.summary is None:  # the instances ran and failed
         return {"slo_ms": f.cfg.slo_ms, "slo_met": False, "slo_verdict": "failed"}
     so_far = judged_outcome(f.verdict, row.get("throttled"), row.get("throttle_reasons"))
-    return slo_fields(f.cfg, f.run.instances, f.summary, so_far.status, so_far.reason)
+    return slo_fields(f.cfg, f.run.instances, f.summary, so_far.status, so_far.reason, trend=f.trend)
 
 
 def empty_reasons_columns(f: RowFacts, row: Row) -> Columns:

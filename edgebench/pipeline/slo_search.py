@@ -20,6 +20,13 @@ every repeat met the SLO; the first repeat that does not meet ends that count (i
 counts that meet cost R rows. The probe rows of search k (run.repeats: k = the plan's repeat) carry repeat
 k * R + j for their j-th repeat. The answer lists each repeat's p99 at the answer and at the first count that failed.
 
+A count meets only over a horizon (run.slo_horizon_s, --horizon-s; 600 s as MLPerf Server): its p99 plus the
+latency growth its window cannot exclude (the latency trend's upper bound x horizon, runner.load.slo_verdict)
+must stay within the SLO. A probe whose window cannot tell (p99 meets, the bound breaks the SLO, the growth is not
+proven) is run again with a longer window (runner.load.horizon_window_s: at least twice as long, at most
+run.max_duration_s), each window a row of its own; past max_duration_s the count stays `unmeasured`, never met.
+A later repeat of the count starts at the window the last one needed.
+
 Every distinct config of the plan with its instance count folded out is one search: backend option sets
 (eager / cuda_graph ...) and GPU sharing modes (time-slicing / mps) are searched one by one and reported
 side by side (slo_search.csv, one line each, and the console table). A search whose probes show p99
@@ -32,14 +39,23 @@ from __future__ import annotations
 import csv
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import get_backend
 from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
+from edgebench.pipeline.slo_decide import (
+    Probe,
+    SloResult,
+    describe_probes,
+    holds_at,
+    monotonic_note,
+    p99_list,
+    repeated_probe,
+    search_max_streams,
+)
 from edgebench.pipeline.sweep import SweepSession, run_sweep, sweep_session
-from edgebench.runner.load import P99_FLOOR
+from edgebench.runner.load import P99_FLOOR, horizon_window_s
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -51,184 +67,41 @@ if TYPE_CHECKING:  # pragma: no cover
 SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "options", "gpu_sharing",
                   "rate_per_stream_hz", "arrival", "search", "slo_ms", "repeats_per_count", "max_streams_under_slo",
                   "answer", "capped_at_max_streams", "p99_ms_at_max", "p99_ms_repeats_at_max", "first_missed_streams",
-                  "p99_ms_at_first_miss", "p99_ms_repeats_at_first_miss", "monotonic", "notes", "probes")
-# a p99 that falls by more than this share of itself AND of the SLO as streams are added breaks the search's
-# assumption; smaller falls are run-to-run noise of percentiles far below the SLO
-P99_FALL_REL = 0.10
-P99_FALL_SLO_SHARE = 0.05
+                  "p99_ms_at_first_miss", "p99_ms_repeats_at_first_miss", "monotonic", "horizon_s", "holds_at_max",
+                  "notes", "probes")
 
 
-@dataclass
-class Probe:
-    streams: int
-    verdict: str  # met / missed / unmeasured / failed / skipped (runner.load.SLO_VERDICTS + skipped)
-    p99_ms: float | None  # of a repeated count: the worst (largest) repeat's
-    status: str
-    reason: str = ""
-    repeats: list[Probe] = field(default_factory=list)  # a repeated count: each repeat's probe, in the order run
-
-    @property
-    def met(self) -> bool:
-        return self.verdict == "met"
-
-    @property
-    def p99s_ms(self) -> list[float | None]:
-        """Each repeat's p99 (the probe's own when it is not repeated)."""
-        return [r.p99_ms for r in self.repeats] if self.repeats else [self.p99_ms]
-
-
-def repeated_probe(streams: int, repeats: int, measure: Callable[[int], Probe]) -> Probe:
-    """Measure `streams` up to `repeats` times (measure(j) is repeat j) and judge the count on all of them: met only
-    when every repeat met; the first repeat that did not meet ends it and gives the count its verdict, status and
-    reason. The count's p99 is its worst repeat's."""
-    done: list[Probe] = []
-    for j in range(repeats):
-        done.append(measure(j))
-        if done[-1].verdict != "met":
-            break
-    last = done[-1]
-    p99s = [p.p99_ms for p in done if p.p99_ms is not None]
-    worst = max(p99s) if p99s else None
-    reason = last.reason if last.verdict == "met" or len(done) == 1 else f"repeat {len(done) - 1}: {last.reason}"
-    return Probe(streams, last.verdict, worst, last.status, reason, done)
-
-
-@dataclass
-class SloResult:
-    max_streams: int  # the most streams that met the SLO; 0 when none met
-    capped: bool  # every probe up to max_streams met it: the answer is a lower bound
-    probes: list[Probe] = field(default_factory=list)  # in the order they ran
-    lower_bound: bool = False  # the count just above max_streams was unmeasured, not missed
-    skipped: str | None = None  # why the search could not run here (a skipped probe's reason)
-    notes: list[str] = field(default_factory=list)  # unmeasured probes, a p99 that fell as streams were added
-    record: dict[str, Any] = field(default_factory=dict)  # its slo_search.csv line
-
-    @property
-    def first_miss(self) -> Probe | None:
-        above = [p for p in self.probes if p.streams > self.max_streams and p.verdict in ("missed", "failed")]
-        return min(above, key=lambda p: p.streams) if above else None
-
-    @property
-    def answer(self) -> str:
-        """The answer in words: '21', 'at least 31', 'skipped: ...', 'undetermined: ...'."""
-        if self.skipped is not None:
-            return f"skipped: {self.skipped}"
-        if self.max_streams == 0 and self.lower_bound:
-            miss = self.first_miss
-            if miss is None:
-                return "undetermined: no probe was measured"
-            return f"undetermined (< {miss.streams}): no probe below {miss.streams} was measured"
-        return ("at least " if self.capped or self.lower_bound else "") + str(self.max_streams)
-
-
-def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: int = 1) -> SloResult:
-    """Exponential search from `start`, then bisection; each stream count is probed at most once.
-
-    Unmeasured probes do not stop the doubling (more streams bring more inferences per window); in the
-    bisection an unmeasured middle is treated like a miss for the direction only, and the answer is then
-    marked a lower bound. A skipped probe ends the search."""
-    seen: dict[int, Probe] = {}
-    order: list[Probe] = []
-
-    def verdict(n: int) -> str:
-        if n not in seen:
-            seen[n] = probe(n)
-            order.append(seen[n])
-        return seen[n].verdict
-
-    good, bad = 0, None
-    n = max(1, min(start, max_streams))
-    while True:
-        v = verdict(n)
-        if v == "skipped":
-            return _result(0, False, order, skipped=seen[n].reason or "skipped")
-        if v in ("missed", "failed"):
-            bad = n
-            break
-        if v == "met":
-            good = n
-        if n >= max_streams:
-            break
-        n = min(2 * n, max_streams)
-    if bad is not None:
-        lo, hi = good, bad  # lo met (0: nothing met yet), hi did not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            v = verdict(mid)
-            if v == "skipped":
-                return _result(lo, False, order, skipped=seen[mid].reason or "skipped")
-            if v == "met":
-                lo = mid
-            else:
-                hi = mid
-        good = lo
-    above = [p for p in order if p.streams > good]
-    nearest = min(above, key=lambda p: p.streams) if above else None
-    capped = nearest is None and good >= max_streams
-    return _result(good, capped, order, lower_bound=nearest is not None and nearest.verdict == "unmeasured")
-
-
-def _result(good: int, capped: bool, order: list[Probe], *, lower_bound: bool = False,
-            skipped: str | None = None) -> SloResult:
-    result = SloResult(good, capped, order, lower_bound=lower_bound, skipped=skipped)
-    unmeasured = [p.streams for p in order if p.verdict == "unmeasured"]
-    if unmeasured:
-        result.notes.append(f"unmeasured at {', '.join(map(str, sorted(unmeasured)))} stream(s): too few inferences "
-                            f"for a p99 judgement (a p99 needs {P99_FLOOR}) or an invalid row; see their reasons")
-    return result
-
-
-def p99_falls(probes: list[Probe], slo_ms: float) -> list[tuple[Probe, Probe]]:
-    """Pairs (fewer streams, more streams) whose p99 fell by more than P99_FALL_REL of the first and more than
-    P99_FALL_SLO_SHARE of the SLO: where the search's assumption (p99 never falls as streams are added) fails."""
-    measured = sorted((p for p in probes if p.p99_ms is not None), key=lambda p: p.streams)
-    falls = []
-    for i, a in enumerate(measured):
-        for b in measured[i + 1:]:
-            assert a.p99_ms is not None and b.p99_ms is not None
-            drop = a.p99_ms - b.p99_ms
-            if drop > P99_FALL_REL * a.p99_ms and drop > P99_FALL_SLO_SHARE * slo_ms:
-                falls.append((a, b))
-    return falls
-
-
-def monotonic_note(probes: list[Probe], slo_ms: float) -> str | None:
-    """None when the probes agree with the assumption, else what broke it (the largest fall, and any count that
-    met above one that missed)."""
-    falls = p99_falls(probes, slo_ms)
-    inverted = [(a, b) for a in probes for b in probes
-                if a.streams < b.streams and a.verdict == "missed" and b.verdict == "met"]
-    if not falls and not inverted:
-        return None
-    parts = []
-    if falls:
-        a, b = max(falls, key=lambda ab: (ab[0].p99_ms or 0) - (ab[1].p99_ms or 0))
-        parts.append(f"p99 fell as streams were added ({a.p99_ms:.3g} ms at {a.streams} -> {b.p99_ms:.3g} ms at "
-                     f"{b.streams}; {len(falls)} such pair(s))")
-    if inverted:
-        a, b = inverted[0]
-        parts.append(f"{b.streams} streams met after {a.streams} missed")
-    return ("not monotonic: " + "; ".join(parts) + ": the search assumes p99 never falls as streams are added, "
-            "so the answer may be off; read the probes")
-
-
-def probe_of(streams: int, row: dict[str, Any]) -> Probe:
-    """A probe from a typed row (results.reader): one just assembled, or one of store.records()."""
+def probe_of(streams: int, row: dict[str, Any], max_duration_s: float | None = None) -> Probe:
+    """A probe from a typed row (results.reader): one just assembled, or one of store.records(). With
+    `max_duration_s`, an ok row unmeasured for want of a longer window gets the window that could tell
+    (runner.load.horizon_window_s) in `longer_s`."""
     status = row.get("status") or ""
     verdict = row.get("slo_verdict") or ""
     if status == "skipped":
         verdict = "skipped"
     elif not verdict:  # a row written before slo_verdict existed
         verdict = "met" if row.get("slo_met") is True else "missed"
-    return Probe(streams, verdict, row.get("latency_ms_p99"), status, row.get("reason") or "")
+    hi = row.get("latency_trend_hi_ms_per_s")
+    window = row.get("window_s") or 0.0
+    longer = None
+    if verdict == "unmeasured" and status == "ok" and max_duration_s is not None and row.get("slo_ms") is not None:
+        longer = horizon_window_s(row.get("latency_ms_p99"), row["slo_ms"], row.get("slo_horizon_s") or 0.0,
+                                  row.get("latency_trend_ms_per_s"), row.get("latency_trend_lo_ms_per_s"), hi,
+                                  window, max_duration_s)
+    return Probe(streams, verdict, row.get("latency_ms_p99"), status, row.get("reason") or "",
+                 trend_hi_ms_per_s=hi, longer_s=longer, windows_s=[window] if window else [])
 
 
-def probe_config(base: RunConfig, streams: int, threads: int, repeat: int | None = None) -> RunConfig:
+def probe_config(base: RunConfig, streams: int, threads: int, repeat: int | None = None,
+                 duration_s: float | None = None) -> RunConfig:
     """The base config with `streams` copies of its first placement and a window that runs until it holds the
-    inferences a p99 needs (within max_duration_s); `repeat` (the probe's repeat number) replaces the base's."""
+    inferences a p99 needs (within max_duration_s); `repeat` (the probe's repeat number) replaces the base's;
+    `duration_s` (a longer window for the horizon) the base's minimum window."""
     return dataclasses.replace(base, placements=(base.placements[0],) * streams, threads_per_instance=threads,
                                min_inferences=max(base.min_inferences, P99_FLOOR),
-                               repeat=base.repeat if repeat is None else repeat)
+                               repeat=base.repeat if repeat is None else repeat,
+                               duration_s=base.duration_s if duration_s is None else
+                               min(base.max_duration_s, max(base.duration_s, duration_s)))
 
 
 def search_key(cfg: RunConfig) -> str:
@@ -272,44 +145,47 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
     assert base.slo_ms is not None and base.rate_hz is not None
     start = min(c.instances for c in cfgs)
 
-    def measure(n: int, j: int) -> Probe:
-        cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count), repeat=base.repeat * repeats + j)
+    def row_of(cfg: RunConfig) -> dict[str, Any] | None:
         skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
         written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
                             idle_power_w=idle_power_w, on_start=on_start, session=session)
         if written:
-            return probe_of(n, written[0])
+            return written[0]
         done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]  # --resume: measured before
-        return probe_of(n, done[-1]) if done else Probe(n, "failed", None, "missing", "no row")
+        return done[-1] if done else None
+
+    window_for: dict[int, float] = {}  # the window a count's last repeat needed: its next repeat starts there
+
+    def measure(n: int, j: int) -> Probe:
+        duration = window_for.get(n)
+        windows: list[float] = []
+        while True:
+            cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count), repeat=base.repeat * repeats + j,
+                               duration_s=duration)
+            row = row_of(cfg)
+            probe = probe_of(n, row, base.max_duration_s) if row is not None else \
+                Probe(n, "failed", None, "missing", "no row")
+            windows += probe.windows_s
+            if probe.longer_s is None:
+                break
+            duration = probe.longer_s  # the window could not bound the growth over the horizon: a longer one
+        if duration is not None:
+            window_for[n] = duration
+        probe.windows_s = windows
+        return probe
 
     result = search_max_streams(lambda n: repeated_probe(n, repeats, lambda j: measure(n, j)), max_streams, start)
     if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
         result.notes.insert(0, note)
     result.record = search_record(base, result, repeats)
     _append_search(run_dir / "slo_search.csv", result.record)
+    holds = f"; {result.record['holds_at_max']}" if result.record["holds_at_max"] else ""
     report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]} "
            f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}, {base.arrival} arrivals]: "
            f"{result.answer} streams of {base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms on every one of "
-           f"{repeats} repeat(s) (probes: {describe_probes(result.probes)})"
+           f"{repeats} repeat(s){holds} (probes: {describe_probes(result.probes)})"
            + "".join(f"\n  note: {n}" for n in result.notes))
     return result
-
-
-def p99_list(probe: Probe | None) -> str | None:
-    """Each repeat's p99 in ms, ';'-joined in the order run ('-' for a repeat without one); None without a probe."""
-    if probe is None:
-        return None
-    return ";".join("-" if v is None else f"{v:.4g}" for v in probe.p99s_ms)
-
-
-def describe_probes(probes: list[Probe]) -> str:
-    def p99(p: Probe) -> str:
-        if len(p.repeats) > 1:
-            return f" p99={'/'.join('-' if v is None else f'{v:.3g}' for v in p.p99s_ms)}ms"
-        return f" p99={p.p99_ms:.3g}ms" if p.p99_ms is not None else ""
-
-    return ", ".join(f"{p.streams}:{p.verdict}{p99(p)}"
-                     f"{'' if p.status in ('ok', 'skipped') else f' ({p.status})'}" for p in probes)
 
 
 def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[str, Any]:
@@ -330,6 +206,7 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
         "p99_ms_at_first_miss": miss.p99_ms if miss else None,
         "p99_ms_repeats_at_first_miss": p99_list(miss),
         "monotonic": str(not any(n.startswith("not monotonic") for n in result.notes)).lower(),
+        "horizon_s": base.slo_horizon_s, "holds_at_max": holds_at(at_max, base.slo_ms or 0.0, base.slo_horizon_s),
         "notes": " | ".join(result.notes), "probes": describe_probes(result.probes),
     }
 

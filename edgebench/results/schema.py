@@ -195,9 +195,16 @@ COLUMNS: list[Column] = [
     Column("slo_ms", "ms", "slo-search: the p99 latency bound the probe was judged against", float, "slo"),
     Column("slo_met", "", "slo-search: true when the row is ok and latency_ms_p99 <= slo_ms, false when it missed "
                           "or failed, empty when unmeasured (slo_verdict)", bool, "slo"),
-    Column("slo_verdict", "", "slo-search: met, missed (p99 over slo_ms, or without a p99: enough inferences over it "
-                              "to put any p99 over it), unmeasured (too few inferences for a p99 judgement, or an "
-                              "invalid row under the SLO; the reason says which) or failed", str, "slo"),
+    Column("slo_verdict", "", "slo-search: met (ok, p99 <= slo_ms, and p99 + slo_growth_bound_ms <= slo_ms), missed "
+                              "(p99 over slo_ms; a proven growing backlog that breaks it within slo_horizon_s; or "
+                              "without a p99: enough inferences over it to put any p99 over it), unmeasured (too few "
+                              "inferences for a p99 judgement, an invalid row under the SLO, or a window too short "
+                              "to bound the growth over the horizon; the reason says which) or failed", str, "slo"),
+    Column("slo_horizon_s", "s", "slo-search: how long the verdict must hold (run.slo_horizon_s, --horizon-s; 0: the "
+                                 "window alone): met needs latency_ms_p99 + slo_growth_bound_ms <= slo_ms", float, "slo"),
+    Column("slo_growth_bound_ms", "ms", "slo-search: the latency growth the window cannot exclude over the horizon: "
+                                        "max(latency_trend_hi_ms_per_s, 0) x slo_horizon_s (empty without a trend "
+                                        "or a horizon)", float, "slo"),
     # --- TensorRT engines (trt backend)
     Column("dla_fallback_layers", "layers",
            "per DLA target: GPU layers the TensorRT builder put on the GPU instead (gpu_fallback; 'TYPE: name', "

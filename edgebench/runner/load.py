@@ -6,6 +6,14 @@ the row's latency percentiles (runner.metrics) already include time spent waitin
 how that latency splits into queueing (issued - arrival) and service (end - issued), and the verdict of
 an SLO probe (slo_fields): met, missed, or unmeasured when the window holds too few inferences for a p99
 judgement (never `missed` for that reason alone).
+
+The horizon (issue 35). A probe's verdict must hold for cfg.slo_horizon_s (run.slo_horizon_s, --horizon-s; 600 s
+as MLPerf Server's minimum run), not only for its window: a backlog that grows 1% too fast looks fine for seconds.
+The window's latency trend (runner.backlog) bounds the growth: a count meets only when its p99 plus the growth the
+window cannot exclude, max(trend upper bound, 0) x horizon, stays within the SLO. A row whose growth is proven
+(its trend `growing`, the row invalid) and would break the SLO within the horizon at its lower bound misses. In
+between, the window cannot tell: the probe is `unmeasured` and `horizon_window_s` says how long a window could
+(the search runs it, up to run.max_duration_s).
 """
 
 from __future__ import annotations
@@ -15,10 +23,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from edgebench.runner.arrivals import SEEDED, arrival_seed_of
+from edgebench.runner.backlog import window_trend
 from edgebench.runner.metrics import MIN_INFERENCES_FOR
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config.run_config import RunConfig
+    from edgebench.runner.backlog import LatencyTrend
     from edgebench.runner.metrics import Summary
     from edgebench.runner.orchestrator import InstanceResult
 
@@ -35,25 +45,64 @@ def slo_met(p99_ms: float | None, slo_ms: float, status: str) -> bool:
     return status == "ok" and p99_ms is not None and p99_ms <= slo_ms
 
 
+def growth_bound_ms(trend: LatencyTrend | None, horizon_s: float) -> float | None:
+    """The latency growth a window cannot exclude over `horizon_s`: max(trend upper bound, 0) x horizon (None
+    without a trend or a horizon)."""
+    if trend is None or horizon_s <= 0:
+        return None
+    return max(trend.hi_ms_per_s, 0.0) * horizon_s
+
+
+def holds_text(p99_ms: float, hi_ms_per_s: float, horizon_s: float, slo_ms: float) -> str:
+    """'holds for 600 s: p99 12.1 ms + growth <= 0.004 ms/s x 600 s = 14.5 ms <= 33 ms' (or '... > 33 ms')."""
+    total = p99_ms + max(hi_ms_per_s, 0.0) * horizon_s
+    word = "holds" if total <= slo_ms else "cannot be shown to hold"
+    return (f"{word} for {horizon_s:g} s: p99 {p99_ms:.3g} ms + growth <= {max(hi_ms_per_s, 0.0):.3g} ms/s x "
+            f"{horizon_s:g} s = {total:.4g} ms {'<=' if total <= slo_ms else '>'} {slo_ms:g} ms")
+
+
 def slo_verdict(p99_ms: float | None, slo_ms: float, status: str, inferences: int, over_slo: int,
-                reason: str = "") -> tuple[str, str]:
+                reason: str = "", *, trend: LatencyTrend | None = None, horizon_s: float = 0.0) -> tuple[str, str]:
     """(verdict, why) of one SLO probe; `why` is empty when the p99 speaks for itself.
 
-    met         the row is ok and its p99 <= slo_ms
-    missed      its p99 > slo_ms (a measured p99 over the SLO is a miss even in an invalid row), or, without a
-                p99, at least MISSES_FOR_P99_OVER inferences exceeded the SLO: the p99 of a window of
-                P99_FLOOR inferences holding them is over it (an overloaded device completes few inferences)
-    unmeasured  too few inferences for a p99 and too few over the SLO to call it missed, or an invalid row
-                whose p99 is under the SLO: neither met nor missed, and the search treats it as neither
+    met         the row is ok, its p99 <= slo_ms and (horizon_s > 0) p99 + the growth its window cannot exclude
+                over the horizon (growth_bound_ms) <= slo_ms
+    missed      its p99 > slo_ms (a measured p99 over the SLO is a miss even in an invalid row; `why` names a
+                latency rise the window proves that the row is not invalid for); or its latency
+                trend proves a growing backlog (trend.growing) whose lower bound breaks the SLO within the horizon;
+                or, without a p99, at least MISSES_FOR_P99_OVER inferences exceeded the SLO: the p99 of a window
+                of P99_FLOOR inferences holding them is over it (an overloaded device completes few inferences)
+    unmeasured  too few inferences for a p99 and too few over the SLO to call it missed, an invalid row whose
+                p99 is under the SLO, or a window too short to bound the growth over the horizon (the search
+                runs it longer: horizon_window_s): neither met nor missed, and the search treats it as neither
     """
     if status == "failed":
         return "failed", ""
     if p99_ms is not None:
-        if p99_ms > slo_ms:
-            return "missed", ""
-        if status == "ok":
-            return "met", ""
-        return "unmeasured", f"slo: p99 {p99_ms:.3g} ms is under {slo_ms:g} ms but the row is {status} ({reason})"
+        if p99_ms > slo_ms:  # the p99 speaks for itself; a rising latency the row is not invalid for is named
+            if trend is None or trend.growing or trend.lo_ms_per_s <= 0:
+                return "missed", ""
+            return "missed", (f"slo: p99 {p99_ms:.4g} ms over {slo_ms:g} ms with latency rising "
+                              f"{trend.slope_ms_per_s:.3g} ms/s [{trend.lo_ms_per_s:.3g}, {trend.hi_ms_per_s:.3g}] "
+                              f"(95%) over {trend.span_s:.3g} s of arrivals")
+        if (trend is not None and trend.growing and horizon_s > 0
+                and p99_ms + trend.lo_ms_per_s * horizon_s > slo_ms):
+            return "missed", (f"slo: missed within the {horizon_s:g} s horizon: the backlog grows at >= "
+                              f"{trend.lo_ms_per_s:.3g} ms/s (95%): p99 {p99_ms:.3g} ms + {trend.lo_ms_per_s:.3g} "
+                              f"ms/s x {horizon_s:g} s = {p99_ms + trend.lo_ms_per_s * horizon_s:.4g} ms > "
+                              f"{slo_ms:g} ms")
+        if status != "ok":
+            return "unmeasured", f"slo: p99 {p99_ms:.3g} ms is under {slo_ms:g} ms but the row is {status} ({reason})"
+        if horizon_s > 0 and trend is None:
+            return "unmeasured", (f"slo: unmeasured over the {horizon_s:g} s horizon: no latency trend to bound "
+                                  "the growth (too few inferences or bins)")
+        if horizon_s > 0 and trend is not None and p99_ms + max(trend.hi_ms_per_s, 0.0) * horizon_s > slo_ms:
+            return "unmeasured", (f"slo: unmeasured: p99 {p99_ms:.3g} ms meets, but the {trend.span_s:.3g} s window "
+                                  f"cannot exclude a growth of {trend.hi_ms_per_s:.3g} ms/s "
+                                  f"[{trend.lo_ms_per_s:.3g}, {trend.hi_ms_per_s:.3g}] (95%), which "
+                                  f"{holds_text(p99_ms, trend.hi_ms_per_s, horizon_s, slo_ms).split(': ', 1)[1]} "
+                                  f"within the horizon; a longer window (run.max_duration_s) narrows the interval")
+        return "met", ""
     if over_slo >= MISSES_FOR_P99_OVER:
         return "missed", (f"slo: missed without a p99: {over_slo} of {inferences} inferences took longer than "
                           f"{slo_ms:g} ms; {MISSES_FOR_P99_OVER} such among the {P99_FLOOR} a p99 needs put it over")
@@ -62,20 +111,53 @@ def slo_verdict(p99_ms: float | None, slo_ms: float, status: str, inferences: in
 
 
 def slo_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Summary, status: str,
-               reason: str) -> tuple[dict[str, Any], str]:
-    """The slo_* columns of an slo-search row and the note its reason gets (empty when there is none)."""
+               reason: str, trend: LatencyTrend | None = None) -> tuple[dict[str, Any], str]:
+    """The slo_* columns of an slo-search row and the note its reason gets (empty when there is none). `trend`:
+    the window's latency trend (runner.backlog.window_trend), computed here when not given."""
     import numpy as np
 
     assert cfg.slo_ms is not None
+    if trend is None:
+        trend = window_trend(instances, summary) if instances else None
     over = 0
     for r in instances:
         if len(r.start_ns) == 0:
             continue
         inside = (r.start_ns >= summary.window_start_ns) & (r.end_ns <= summary.window_end_ns)
         over += int(np.count_nonzero((r.end_ns[inside] - r.start_ns[inside]) > cfg.slo_ms * 1e6))
-    verdict, why = slo_verdict(summary.latency_ms.get("p99"), cfg.slo_ms, status, summary.inferences, over, reason)
+    horizon = cfg.slo_horizon_s
+    verdict, why = slo_verdict(summary.latency_ms.get("p99"), cfg.slo_ms, status, summary.inferences, over, reason,
+                               trend=trend, horizon_s=horizon)
     met = {"met": True, "missed": False, "failed": False}.get(verdict)
-    return {"slo_ms": cfg.slo_ms, "slo_met": met, "slo_verdict": verdict}, why
+    return {"slo_ms": cfg.slo_ms, "slo_met": met, "slo_verdict": verdict, "slo_horizon_s": horizon,
+            "slo_growth_bound_ms": growth_bound_ms(trend, horizon)}, why
+
+
+def horizon_window_s(p99_ms: float | None, slo_ms: float, horizon_s: float, slope_ms_per_s: float | None,
+                     lo_ms_per_s: float | None, hi_ms_per_s: float | None, window_s: float,
+                     max_duration_s: float) -> float | None:
+    """How long a window could tell what this one could not (None when it told: no horizon, no p99, a p99 over
+    the SLO, or p99 + growth bound within it): an estimate, at least twice `window_s`, at most `max_duration_s`.
+
+    The interval's half-width w shrinks with the window T: on a stable queue about as T^-1.5 (20 bins of
+    T/20 each, each bin's median from ~T inferences), under overload about as T^-0.5 (the backlog is a random
+    walk with drift). Met needs slope + w <= allowed = (slo - p99) / horizon; a slope at or above that can only
+    become a proven growth, which needs w <= slope / 3 (the lower bound then proves 2/3 of the growth, more than
+    a backlog growing from empty has as its median). Past max_duration_s the count stays unmeasured."""
+    if (horizon_s <= 0 or p99_ms is None or p99_ms > slo_ms or slope_ms_per_s is None or lo_ms_per_s is None
+            or hi_ms_per_s is None or window_s <= 0):
+        return None
+    allowed = (slo_ms - p99_ms) / horizon_s
+    if hi_ms_per_s <= allowed:
+        return None
+    if window_s >= 0.95 * max_duration_s:
+        return None
+    width = max(hi_ms_per_s - slope_ms_per_s, 1e-9)
+    if slope_ms_per_s < allowed:
+        need = window_s * 1.3 * (width / (allowed - slope_ms_per_s)) ** (2 / 3)
+    else:
+        need = window_s * 1.3 * (width / max(slope_ms_per_s / 3, 1e-9)) ** 2
+    return min(max_duration_s, max(2 * window_s, need))
 
 
 def arrival_fields(cfg: RunConfig) -> dict[str, Any]:

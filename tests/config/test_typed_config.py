@@ -37,7 +37,7 @@ def test_sections_are_the_profile_models_in_order():
 def test_run_defaults_have_one_home():
     run_config_fields = {f.name: f for f in dataclasses.fields(RunConfig)}
     defaults = RunSection()
-    assert len(per_row_fields()) == 15  # the 14 of the typed config, and arrival (issue 27)
+    assert len(per_row_fields()) == 16  # the 14 of the typed config, arrival (issue 27), slo_horizon_s (issue 35)
     for name in per_row_fields():  # every per-row run field is a RunConfig field with the section's default
         assert run_config_fields[name].default == getattr(defaults, name), name
 

@@ -23,6 +23,7 @@ from edgebench.results.schema import (
     type_problem,
 )
 from edgebench.results.store import ResultsStore
+from edgebench.runner.backlog import LatencyTrend
 from edgebench.runner.metrics import Summary
 from edgebench.runner.orchestrator import RunOutcome
 
@@ -208,7 +209,7 @@ def test_outcome_steps_apply_in_their_stated_order():
 def test_the_slo_step_is_judged_on_the_outcome_so_far_and_its_note_goes_in_order(monkeypatch):
     seen = []
 
-    def judge(cfg, instances, summary, status: str, reason: str) -> tuple[dict, str]:
+    def judge(cfg, instances, summary, status: str, reason: str, trend=None) -> tuple[dict, str]:
         seen.append((status, reason))
         met = status == "ok"
         return ({"slo_ms": cfg.slo_ms, "slo_met": met, "slo_verdict": "met" if met else "unmeasured"},
@@ -229,7 +230,7 @@ def test_the_slo_step_is_judged_on_the_outcome_so_far_and_its_note_goes_in_order
     failed = build_row(RowFacts(dict(IDENT), cfg=slo, run=RunOutcome("failed", "died", [], 0, 0),
                                 verdict=Verdict(failure="died")))
     assert (failed["status"], failed["slo_verdict"], failed["slo_met"]) == ("failed", "failed", False)
-    monkeypatch.setattr(row_steps, "slo_fields", lambda *a: ({"slo_met": "true"}, ""))
+    monkeypatch.setattr(row_steps, "slo_fields", lambda *a, **kw: ({"slo_met": "true"}, ""))
     with pytest.raises(ColumnTypeError, match="column 'slo_met' written by step 'slo'"):
         build_row(facts(cfg=slo))
 
@@ -274,3 +275,19 @@ def test_a_row_that_cannot_be_assembled_fails_alone_and_the_sweep_goes_on(tmp_pa
     assert row["status"] == "failed" and "internal error RowAssemblyError" in row["reason"]
     assert "'backend' and 'setup'" in row["reason"] and row["model"] == "tiny_cnn"
     assert "RowAssemblyError" in (tmp_path / "rows" / "0000-abc" / "error.txt").read_text()
+
+
+def test_the_slo_step_judges_over_the_horizon_with_the_windows_latency_trend():
+    """p99 12.5 ms against 20 ms: a trend bounded at 0.04 ms/s could add 24 ms over 600 s (unmeasured, the reason
+    says what a longer window would settle), 4 ms over 100 s (met)."""
+    slo = replace(CFG, slo_ms=20.0, rate_hz=15.0, placements=("gpu", "gpu"))
+    flat = LatencyTrend(0.01, -0.02, 0.04, span_s=2.0, bins=20, inferences=200, p50_ms=10.0)
+    row = build_row(facts(cfg=slo, trend=flat))
+    assert (row["slo_verdict"], row["slo_met"], row["slo_horizon_s"]) == ("unmeasured", None, 600.0)
+    assert row["slo_growth_bound_ms"] == pytest.approx(24.0) and row["status"] == "ok"
+    assert "cannot exclude a growth of 0.04 ms/s" in row["reason"] and "= 36.5 ms > 20 ms" in row["reason"]
+    row = build_row(facts(cfg=replace(slo, slo_horizon_s=100.0), trend=flat))
+    assert (row["slo_verdict"], row["slo_met"], row["reason"]) == ("met", True, None)
+    assert row["slo_growth_bound_ms"] == pytest.approx(4.0)
+    assert build_row(facts(cfg=replace(slo, slo_horizon_s=0.0)))["slo_verdict"] == "met"  # the window alone
+    assert build_row(facts(cfg=slo))["slo_verdict"] == "unmeasured"  # no trend: no bound over the horizon

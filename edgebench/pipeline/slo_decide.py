@@ -1,0 +1,216 @@
+"""What an SLO search decides (pipeline.slo_search runs it): which stream count to probe next, when a count is
+accepted, and what the answer is.
+
+A count's probe (one row per repeat, each repeat's windows run longer while they cannot bound the growth over the
+horizon) has a verdict: met, missed, unmeasured, failed or skipped. `repeated_probe` accepts a count only when
+every repeat met. `search_max_streams` doubles from the first count until a count misses, then bisects between
+the last count that met and the first that did not, each count probed at most once. `monotonic_note` says when
+the probes contradict the search's assumption (p99 never falls as streams are added); `describe_probes`,
+`p99_list` and `holds_at` are the texts of its slo_search.csv line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgebench.runner.load import P99_FLOOR, holds_text
+
+# a p99 that falls by more than this share of itself AND of the SLO as streams are added breaks the search's
+# assumption; smaller falls are run-to-run noise of percentiles far below the SLO
+P99_FALL_REL = 0.10
+P99_FALL_SLO_SHARE = 0.05
+
+
+@dataclass
+class Probe:
+    streams: int
+    verdict: str  # met / missed / unmeasured / failed / skipped (runner.load.SLO_VERDICTS + skipped)
+    p99_ms: float | None  # of a repeated count: the worst (largest) repeat's
+    status: str
+    reason: str = ""
+    repeats: list[Probe] = field(default_factory=list)  # a repeated count: each repeat's probe, in the order run
+    trend_hi_ms_per_s: float | None = None  # the latency trend's upper bound (95%)
+    longer_s: float | None = None  # unmeasured for want of a longer window: the window that could tell
+    windows_s: list[float] = field(default_factory=list)  # each window this repeat ran (longer ones after the first)
+
+    @property
+    def met(self) -> bool:
+        return self.verdict == "met"
+
+    @property
+    def p99s_ms(self) -> list[float | None]:
+        """Each repeat's p99 (the probe's own when it is not repeated)."""
+        return [r.p99_ms for r in self.repeats] if self.repeats else [self.p99_ms]
+
+
+def repeated_probe(streams: int, repeats: int, measure: Callable[[int], Probe]) -> Probe:
+    """Measure `streams` up to `repeats` times (measure(j) is repeat j) and judge the count on all of them: met only
+    when every repeat met; the first repeat that did not meet ends it and gives the count its verdict, status and
+    reason. The count's p99 is its worst repeat's."""
+    done: list[Probe] = []
+    for j in range(repeats):
+        done.append(measure(j))
+        if done[-1].verdict != "met":
+            break
+    last = done[-1]
+    p99s = [p.p99_ms for p in done if p.p99_ms is not None]
+    worst = max(p99s) if p99s else None
+    reason = last.reason if last.verdict == "met" or len(done) == 1 else f"repeat {len(done) - 1}: {last.reason}"
+    return Probe(streams, last.verdict, worst, last.status, reason, done)
+
+
+@dataclass
+class SloResult:
+    max_streams: int  # the most streams that met the SLO; 0 when none met
+    capped: bool  # every probe up to max_streams met it: the answer is a lower bound
+    probes: list[Probe] = field(default_factory=list)  # in the order they ran
+    lower_bound: bool = False  # the count just above max_streams was unmeasured, not missed
+    skipped: str | None = None  # why the search could not run here (a skipped probe's reason)
+    notes: list[str] = field(default_factory=list)  # unmeasured probes, a p99 that fell as streams were added
+    record: dict[str, Any] = field(default_factory=dict)  # its slo_search.csv line
+
+    @property
+    def first_miss(self) -> Probe | None:
+        above = [p for p in self.probes if p.streams > self.max_streams and p.verdict in ("missed", "failed")]
+        return min(above, key=lambda p: p.streams) if above else None
+
+    @property
+    def answer(self) -> str:
+        """The answer in words: '21', 'at least 31', 'skipped: ...', 'undetermined: ...'."""
+        if self.skipped is not None:
+            return f"skipped: {self.skipped}"
+        if self.max_streams == 0 and self.lower_bound:
+            miss = self.first_miss
+            if miss is None:
+                return "undetermined: no probe was measured"
+            return f"undetermined (< {miss.streams}): no probe below {miss.streams} was measured"
+        return ("at least " if self.capped or self.lower_bound else "") + str(self.max_streams)
+
+
+def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: int = 1) -> SloResult:
+    """Exponential search from `start`, then bisection; each stream count is probed at most once.
+
+    Unmeasured probes do not stop the doubling (more streams bring more inferences per window); in the
+    bisection an unmeasured middle is treated like a miss for the direction only, and the answer is then
+    marked a lower bound. A skipped probe ends the search."""
+    seen: dict[int, Probe] = {}
+    order: list[Probe] = []
+
+    def verdict(n: int) -> str:
+        if n not in seen:
+            seen[n] = probe(n)
+            order.append(seen[n])
+        return seen[n].verdict
+
+    good, bad = 0, None
+    n = max(1, min(start, max_streams))
+    while True:
+        v = verdict(n)
+        if v == "skipped":
+            return _result(0, False, order, skipped=seen[n].reason or "skipped")
+        if v in ("missed", "failed"):
+            bad = n
+            break
+        if v == "met":
+            good = n
+        if n >= max_streams:
+            break
+        n = min(2 * n, max_streams)
+    if bad is not None:
+        lo, hi = good, bad  # lo met (0: nothing met yet), hi did not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            v = verdict(mid)
+            if v == "skipped":
+                return _result(lo, False, order, skipped=seen[mid].reason or "skipped")
+            if v == "met":
+                lo = mid
+            else:
+                hi = mid
+        good = lo
+    above = [p for p in order if p.streams > good]
+    nearest = min(above, key=lambda p: p.streams) if above else None
+    capped = nearest is None and good >= max_streams
+    return _result(good, capped, order, lower_bound=nearest is not None and nearest.verdict == "unmeasured")
+
+
+def _result(good: int, capped: bool, order: list[Probe], *, lower_bound: bool = False,
+            skipped: str | None = None) -> SloResult:
+    result = SloResult(good, capped, order, lower_bound=lower_bound, skipped=skipped)
+    unmeasured = [p.streams for p in order if p.verdict == "unmeasured"]
+    if unmeasured:
+        result.notes.append(f"unmeasured at {', '.join(map(str, sorted(unmeasured)))} stream(s): too few inferences "
+                            f"for a p99 judgement (a p99 needs {P99_FLOOR}), an invalid row, or windows up to "
+                            "run.max_duration_s too short to bound the growth over the horizon; see their reasons")
+    return result
+
+
+def p99_falls(probes: list[Probe], slo_ms: float) -> list[tuple[Probe, Probe]]:
+    """Pairs (fewer streams, more streams) whose p99 fell by more than P99_FALL_REL of the first and more than
+    P99_FALL_SLO_SHARE of the SLO: where the search's assumption (p99 never falls as streams are added) fails."""
+    measured = sorted((p for p in probes if p.p99_ms is not None), key=lambda p: p.streams)
+    falls = []
+    for i, a in enumerate(measured):
+        for b in measured[i + 1:]:
+            assert a.p99_ms is not None and b.p99_ms is not None
+            drop = a.p99_ms - b.p99_ms
+            if drop > P99_FALL_REL * a.p99_ms and drop > P99_FALL_SLO_SHARE * slo_ms:
+                falls.append((a, b))
+    return falls
+
+
+def monotonic_note(probes: list[Probe], slo_ms: float) -> str | None:
+    """None when the probes agree with the assumption, else what broke it (the largest fall, and any count that
+    met above one that missed)."""
+    falls = p99_falls(probes, slo_ms)
+    inverted = [(a, b) for a in probes for b in probes
+                if a.streams < b.streams and a.verdict == "missed" and b.verdict == "met"]
+    if not falls and not inverted:
+        return None
+    parts = []
+    if falls:
+        a, b = max(falls, key=lambda ab: (ab[0].p99_ms or 0) - (ab[1].p99_ms or 0))
+        parts.append(f"p99 fell as streams were added ({a.p99_ms:.3g} ms at {a.streams} -> {b.p99_ms:.3g} ms at "
+                     f"{b.streams}; {len(falls)} such pair(s))")
+    if inverted:
+        a, b = inverted[0]
+        parts.append(f"{b.streams} streams met after {a.streams} missed")
+    return ("not monotonic: " + "; ".join(parts) + ": the search assumes p99 never falls as streams are added, "
+            "so the answer may be off; read the probes")
+
+
+def p99_list(probe: Probe | None) -> str | None:
+    """Each repeat's p99 in ms, ';'-joined in the order run ('-' for a repeat without one); None without a probe."""
+    if probe is None:
+        return None
+    return ";".join("-" if v is None else f"{v:.4g}" for v in probe.p99s_ms)
+
+
+def describe_probes(probes: list[Probe]) -> str:
+    def p99(p: Probe) -> str:
+        if len(p.repeats) > 1:
+            return f" p99={'/'.join('-' if v is None else f'{v:.3g}' for v in p.p99s_ms)}ms"
+        return f" p99={p.p99_ms:.3g}ms" if p.p99_ms is not None else ""
+
+    def windows(p: Probe) -> str:  # the windows of a repeat that was run longer for the horizon
+        runs = [r.windows_s for r in (p.repeats or [p]) if len(r.windows_s) > 1]
+        return f" windows={'/'.join('+'.join(f'{w:.3g}' for w in ws) for ws in runs)}s" if runs else ""
+
+    return ", ".join(f"{p.streams}:{p.verdict}{p99(p)}{windows(p)}"
+                     f"{'' if p.status in ('ok', 'skipped') else f' ({p.status})'}" for p in probes)
+
+
+def holds_at(probe: Probe | None, slo_ms: float, horizon_s: float) -> str | None:
+    """The horizon text of a count that met (its worst repeat: the largest p99 + growth bound), e.g. 'holds for
+    600 s: p99 12.1 ms + growth <= 0.004 ms/s x 600 s = 14.5 ms <= 33 ms'; None when it did not meet or there is no
+    horizon."""
+    if probe is None or not probe.met or horizon_s <= 0:
+        return None
+    done = [r for r in (probe.repeats or [probe]) if r.p99_ms is not None and r.trend_hi_ms_per_s is not None]
+    if not done:
+        return None
+    worst = max(done, key=lambda r: (r.p99_ms or 0.0) + max(r.trend_hi_ms_per_s or 0.0, 0.0) * horizon_s)
+    assert worst.p99_ms is not None and worst.trend_hi_ms_per_s is not None
+    return holds_text(worst.p99_ms, worst.trend_hi_ms_per_s, horizon_s, slo_ms)
