@@ -199,6 +199,11 @@ def slo_table(records: list[dict[str, Any]]) -> str:
         for r in members:
             name = f"  {r.get('options') or 'default'} / {r.get('gpu_sharing')}"
             lines.append(f"{name}: probes {r.get('probes') or '-'}")
+            if r.get("holds_at_max"):
+                lines.append(f"{name}: at {r.get('max_streams_under_slo')} streams: {r['holds_at_max']}")
+            if r.get("capacity_per_s") is not None:
+                lines.append(f"{name}: capacity {show(r['capacity_per_s'])}/s ({r.get('capacity_source')}): "
+                             f"{r.get('capacity_max_streams')} streams admitted")
             if r.get("notes"):
                 lines.append(f"{name}: {r['notes']}")
         print("\n".join(lines), flush=True)

@@ -4,13 +4,17 @@ accepted, and what the answer is.
 A count's probe (one row per repeat, each repeat's windows run longer while they cannot bound the growth over the
 horizon) has a verdict: met, missed, unmeasured, failed or skipped. `repeated_probe` accepts a count only when
 every repeat met. `search_max_streams` doubles from the first count until a count misses, then bisects between
-the last count that met and the first that did not, each count probed at most once. `monotonic_note` says when
-the probes contradict the search's assumption (p99 never falls as streams are added); `describe_probes`,
-`p99_list` and `holds_at` are the texts of its slo_search.csv line.
+the last count that met and the first that did not, each count probed at most once. With capacities (a
+closed-loop row's throughput, what a probe served while its backlog grew), no count whose offered rate exceeds the
+lowest is probed, the bisection tries the highest count it admits first, and the count above the answer is
+measured once (a capacity it contradicts is dropped). `monotonic_note` says when the probes contradict the
+search's assumption (p99 never falls as streams are added); `describe_probes`, `p99_list` and `holds_at` are the
+texts of its slo_search.csv line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +35,7 @@ class Probe:
     status: str
     reason: str = ""
     repeats: list[Probe] = field(default_factory=list)  # a repeated count: each repeat's probe, in the order run
+    served_hz: float | None = None  # the achieved rate of a probe whose backlog grew: what the device served
     trend_hi_ms_per_s: float | None = None  # the latency trend's upper bound (95%)
     longer_s: float | None = None  # unmeasured for want of a longer window: the window that could tell
     windows_s: list[float] = field(default_factory=list)  # each window this repeat ran (longer ones after the first)
@@ -58,7 +63,20 @@ def repeated_probe(streams: int, repeats: int, measure: Callable[[int], Probe]) 
     p99s = [p.p99_ms for p in done if p.p99_ms is not None]
     worst = max(p99s) if p99s else None
     reason = last.reason if last.verdict == "met" or len(done) == 1 else f"repeat {len(done) - 1}: {last.reason}"
-    return Probe(streams, last.verdict, worst, last.status, reason, done)
+    served = [p.served_hz for p in done if p.served_hz is not None]
+    return Probe(streams, last.verdict, worst, last.status, reason, done, served_hz=min(served) if served else None)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What the device served, in inferences (batches) per second, and where that was measured."""
+
+    per_s: float
+    source: str  # 'closed loop at 8 streams', 'served at 6 streams while the backlog grew'
+
+    def streams(self, rate_hz: float) -> int:
+        """The most streams of `rate_hz` it admits: floor(per_s / rate_hz)."""
+        return math.floor(self.per_s / rate_hz * (1 + 1e-12))
 
 
 @dataclass
@@ -70,6 +88,8 @@ class SloResult:
     skipped: str | None = None  # why the search could not run here (a skipped probe's reason)
     notes: list[str] = field(default_factory=list)  # unmeasured probes, a p99 that fell as streams were added
     record: dict[str, Any] = field(default_factory=dict)  # its slo_search.csv line
+    capacity: Capacity | None = None  # the lowest capacity the search held at its end (None: none known)
+    over_capacity: bool = False  # the count just above the answer offers more than `capacity`
 
     @property
     def first_miss(self) -> Probe | None:
@@ -89,56 +109,95 @@ class SloResult:
         return ("at least " if self.capped or self.lower_bound else "") + str(self.max_streams)
 
 
-def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: int = 1) -> SloResult:
+def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: int = 1, *,
+                       rate_hz: float | None = None, capacity: Capacity | None = None) -> SloResult:
     """Exponential search from `start`, then bisection; each stream count is probed at most once.
 
     Unmeasured probes do not stop the doubling (more streams bring more inferences per window); in the
     bisection an unmeasured middle is treated like a miss for the direction only, and the answer is then
-    marked a lower bound. A skipped probe ends the search."""
+    marked a lower bound. A skipped probe ends the search.
+
+    With `rate_hz`, capacities bound the counts probed: `capacity` (a closed-loop row's) and the served rate of
+    every probe whose backlog grew (Probe.served_hz). No count above the lowest capacity's `streams` is probed
+    by the doubling or the bisection, and the bisection tries that count first; the count just above the answer
+    is probed once anyway, and if it meets, the capacities are dropped (a note says so) and the search goes on
+    above it."""
     seen: dict[int, Probe] = {}
     order: list[Probe] = []
+    caps: list[Capacity] = [capacity] if capacity is not None and rate_hz else []
+    notes: list[str] = []
+
+    def limit() -> int:
+        if not caps or not rate_hz:
+            return max_streams
+        return max(0, min(max_streams, min(c.streams(rate_hz) for c in caps)))
 
     def verdict(n: int) -> str:
         if n not in seen:
-            seen[n] = probe(n)
-            order.append(seen[n])
+            seen[n] = p = probe(n)
+            order.append(p)
+            if rate_hz and p.served_hz is not None and p.verdict != "met":
+                caps.append(Capacity(p.served_hz, f"served at {n} streams while the backlog grew"))
         return seen[n].verdict
 
-    good, bad = 0, None
+    def skipped(n: int, good: int) -> SloResult:
+        return _result(good, False, order, skipped=seen[n].reason or "skipped")
+
+    good, upper = 0, None  # upper: the fewest streams that did not meet (for the direction)
     n = max(1, min(start, max_streams))
     while True:
-        v = verdict(n)
-        if v == "skipped":
-            return _result(0, False, order, skipped=seen[n].reason or "skipped")
-        if v in ("missed", "failed"):
-            bad = n
-            break
-        if v == "met":
-            good = n
-        if n >= max_streams:
-            break
-        n = min(2 * n, max_streams)
-    if bad is not None:
-        lo, hi = good, bad  # lo met (0: nothing met yet), hi did not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            v = verdict(mid)
+        while True:  # doubling, within the capacity
+            n = min(n, limit())
+            if n <= good:
+                break
+            v = verdict(n)
             if v == "skipped":
-                return _result(lo, False, order, skipped=seen[mid].reason or "skipped")
+                return skipped(n, good)
+            if v in ("missed", "failed"):
+                upper = n if upper is None else min(upper, n)
+                break
             if v == "met":
-                lo = mid
-            else:
-                hi = mid
-        good = lo
-    above = [p for p in order if p.streams > good]
-    nearest = min(above, key=lambda p: p.streams) if above else None
+                good = n
+            if n >= limit():
+                break
+            n = min(2 * n, limit())
+        if upper is not None:  # bisection between what met and the first that did not or the capacity's bound
+            while (hi := min(upper, limit() + 1)) - good > 1:
+                top = limit()  # the most the capacity admits, first: where the capacity binds, it is the answer
+                mid = top if caps and top < upper and top not in seen else (good + hi) // 2
+                v = verdict(mid)
+                if v == "skipped":
+                    return skipped(mid, good)
+                if v == "met":
+                    good = mid
+                else:
+                    upper = min(upper, mid)
+        above = good + 1
+        if not caps or above > max_streams or above in seen or above <= limit():
+            break
+        v = verdict(above)  # excluded by the capacity: measured once, as the answer's first miss
+        if v == "skipped":
+            return skipped(above, good)
+        if v != "met":
+            break
+        lowest = min(caps, key=lambda c: c.per_s)
+        notes.append(f"capacity {lowest.per_s:.4g}/s ({lowest.source}) was wrong: {above} streams met at "
+                     f"{above * (rate_hz or 0):.4g}/s offered; the search went on without it")
+        caps.clear()
+        good, upper, n = above, None, min(2 * above, max_streams)
+    nearest = min((p for p in order if p.streams > good), key=lambda p: p.streams, default=None)
+    lowest_cap = min(caps, key=lambda c: c.per_s) if caps else None
+    over = lowest_cap is not None and good + 1 > limit() and good + 1 <= max_streams
     capped = nearest is None and good >= max_streams
-    return _result(good, capped, order, lower_bound=nearest is not None and nearest.verdict == "unmeasured")
+    result = _result(good, capped, order, notes=notes,
+                     lower_bound=nearest is not None and nearest.verdict == "unmeasured" and not over)
+    result.capacity, result.over_capacity = lowest_cap, over
+    return result
 
 
 def _result(good: int, capped: bool, order: list[Probe], *, lower_bound: bool = False,
-            skipped: str | None = None) -> SloResult:
-    result = SloResult(good, capped, order, lower_bound=lower_bound, skipped=skipped)
+            skipped: str | None = None, notes: list[str] | None = None) -> SloResult:
+    result = SloResult(good, capped, order, lower_bound=lower_bound, skipped=skipped, notes=list(notes or []))
     unmeasured = [p.streams for p in order if p.verdict == "unmeasured"]
     if unmeasured:
         result.notes.append(f"unmeasured at {', '.join(map(str, sorted(unmeasured)))} stream(s): too few inferences "

@@ -27,6 +27,18 @@ proven) is run again with a longer window (runner.load.horizon_window_s: at leas
 run.max_duration_s), each window a row of its own; past max_duration_s the count stays `unmeasured`, never met.
 A later repeat of the count starts at the window the last one needed.
 
+Capacity first. Before its probes a search measures what the device serves: a closed-loop row (every instance
+issues its next inference when the last ends) at the search's first count, the sweep's smallest instance count.
+Its throughput bounds what more streams can be served at, assuming the device is saturated there (more streams
+never serve more). A closed loop at many more processes than the host has cores measured far less than fewer
+streams are served at in the open loop (a serial null device on 2 cores: 232/s at 8 processes, 450/s served at
+5 streams), so the bound is taken where the search starts. A probe whose backlog grew (its reason: the latency
+trend proves growth, or the offered rate was not sustained) adds its achieved rate, what the device served at
+that count. The search never probes a count whose offered rate (count x rate_hz) exceeds the lowest of these,
+and bisects only between counts it admits. The count just above the answer is then measured once all the same (a
+capacity rests on that assumption; the probe is the measurement, and what the report shows); if it meets, the
+capacity was wrong, is dropped with a note, and the search goes on above it.
+
 Every distinct config of the plan with its instance count folded out is one search: backend option sets
 (eager / cuda_graph ...) and GPU sharing modes (time-slicing / mps) are searched one by one and reported
 side by side (slo_search.csv, one line each, and the console table). A search whose probes show p99
@@ -45,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from edgebench.backends.registry import get_backend
 from edgebench.pipeline.plan import PlannedRun, gpu_sharing_skip_reason, threads_for
 from edgebench.pipeline.slo_decide import (
+    Capacity,
     Probe,
     SloResult,
     describe_probes,
@@ -55,7 +68,9 @@ from edgebench.pipeline.slo_decide import (
     search_max_streams,
 )
 from edgebench.pipeline.sweep import SweepSession, run_sweep, sweep_session
+from edgebench.runner.backlog import GROWTH_MARK
 from edgebench.runner.load import P99_FLOOR, horizon_window_s
+from edgebench.runner.metrics import NOT_SUSTAINED_MARK
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -68,7 +83,14 @@ SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "o
                   "rate_per_stream_hz", "arrival", "search", "slo_ms", "repeats_per_count", "max_streams_under_slo",
                   "answer", "capped_at_max_streams", "p99_ms_at_max", "p99_ms_repeats_at_max", "first_missed_streams",
                   "p99_ms_at_first_miss", "p99_ms_repeats_at_first_miss", "monotonic", "horizon_s", "holds_at_max",
-                  "notes", "probes")
+                  "capacity_per_s", "capacity_max_streams", "capacity_source", "notes", "probes")
+
+
+def backlog_grew(row: dict[str, Any]) -> bool:
+    """The row's reason says its backlog grew: the latency trend proved it, or the offered rate was not
+    sustained (runner.backlog.growth_reason, runner.metrics.overload_reason)."""
+    reason = row.get("reason") or ""
+    return GROWTH_MARK in reason or NOT_SUSTAINED_MARK in reason
 
 
 def probe_of(streams: int, row: dict[str, Any], max_duration_s: float | None = None) -> Probe:
@@ -81,6 +103,7 @@ def probe_of(streams: int, row: dict[str, Any], max_duration_s: float | None = N
         verdict = "skipped"
     elif not verdict:  # a row written before slo_verdict existed
         verdict = "met" if row.get("slo_met") is True else "missed"
+    achieved = row.get("achieved_rate_hz")
     hi = row.get("latency_trend_hi_ms_per_s")
     window = row.get("window_s") or 0.0
     longer = None
@@ -89,6 +112,7 @@ def probe_of(streams: int, row: dict[str, Any], max_duration_s: float | None = N
                                   row.get("latency_trend_ms_per_s"), row.get("latency_trend_lo_ms_per_s"), hi,
                                   window, max_duration_s)
     return Probe(streams, verdict, row.get("latency_ms_p99"), status, row.get("reason") or "",
+                 served_hz=achieved if achieved is not None and backlog_grew(row) else None,
                  trend_hi_ms_per_s=hi, longer_s=longer, windows_s=[window] if window else [])
 
 
@@ -102,6 +126,23 @@ def probe_config(base: RunConfig, streams: int, threads: int, repeat: int | None
                                repeat=base.repeat if repeat is None else repeat,
                                duration_s=base.duration_s if duration_s is None else
                                min(base.max_duration_s, max(base.duration_s, duration_s)))
+
+
+def capacity_config(base: RunConfig, streams: int, threads: int, repeat: int) -> RunConfig:
+    """The closed-loop row a search learns its capacity from: `streams` instances, no arrivals, no SLO."""
+    return dataclasses.replace(base, placements=(base.placements[0],) * streams, threads_per_instance=threads,
+                               rate_hz=None, slo_ms=None, repeat=repeat)
+
+
+def capacity_of(streams: int, row: dict[str, Any] | None) -> tuple[Capacity | None, str]:
+    """(the capacity a closed-loop row measured, None and why not): its inferences per second over its window."""
+    if row is None:
+        return None, f"no capacity: the closed-loop row at {streams} streams wrote no row"
+    inferences, window = row.get("inferences"), row.get("window_s")
+    if row.get("status") != "ok" or not inferences or not window:
+        return None, (f"no capacity: the closed-loop row at {streams} streams is {row.get('status')}"
+                      f" ({row.get('reason') or 'no reason'}); the search probes without one")
+    return Capacity(inferences / window, f"closed loop at {streams} streams"), ""
 
 
 def search_key(cfg: RunConfig) -> str:
@@ -174,16 +215,25 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
         probe.windows_s = windows
         return probe
 
-    result = search_max_streams(lambda n: repeated_probe(n, repeats, lambda j: measure(n, j)), max_streams, start)
+    first = max(1, min(start, max_streams))  # capacity first: a closed loop at the search's first count
+    capacity, why = capacity_of(first, row_of(capacity_config(base, first, threads_for(profile, first,
+                                                                                       env.cpu_count),
+                                                              base.repeat * repeats)))
+    result = search_max_streams(lambda n: repeated_probe(n, repeats, lambda j: measure(n, j)), max_streams, start,
+                                rate_hz=base.rate_hz, capacity=capacity)
+    if why:
+        result.notes.append(why)
     if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
         result.notes.insert(0, note)
     result.record = search_record(base, result, repeats)
     _append_search(run_dir / "slo_search.csv", result.record)
     holds = f"; {result.record['holds_at_max']}" if result.record["holds_at_max"] else ""
+    cap = (f"; capacity {result.capacity.per_s:.4g}/s ({result.capacity.source}) admits "
+           f"{result.capacity.streams(base.rate_hz)}" if result.capacity is not None else "")
     report(f"edgebench: {base.model}/{base.backend}/{base.precision}/b{base.batch} on {base.placements[0]} "
            f"[{result.record['options'] or 'default options'}, {base.gpu_sharing}, {base.arrival} arrivals]: "
            f"{result.answer} streams of {base.rate_hz:g}/s keep p99 <= {base.slo_ms:g} ms on every one of "
-           f"{repeats} repeat(s){holds} (probes: {describe_probes(result.probes)})"
+           f"{repeats} repeat(s){holds}{cap} (probes: {describe_probes(result.probes)})"
            + "".join(f"\n  note: {n}" for n in result.notes))
     return result
 
@@ -192,6 +242,7 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
     """The slo_search.csv line of one search (the console's side-by-side table prints the same dicts)."""
     at_max = next((p for p in result.probes if p.streams == result.max_streams), None)
     miss = result.first_miss
+    cap = result.capacity
     undetermined = result.skipped is not None or (result.max_streams == 0 and result.lower_bound)
     return {
         "model": base.model, "backend": base.backend, "precision": base.precision, "batch": base.batch,
@@ -207,6 +258,9 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
         "p99_ms_repeats_at_first_miss": p99_list(miss),
         "monotonic": str(not any(n.startswith("not monotonic") for n in result.notes)).lower(),
         "horizon_s": base.slo_horizon_s, "holds_at_max": holds_at(at_max, base.slo_ms or 0.0, base.slo_horizon_s),
+        "capacity_per_s": None if cap is None else round(cap.per_s, 4),
+        "capacity_max_streams": None if cap is None or not base.rate_hz else cap.streams(base.rate_hz),
+        "capacity_source": None if cap is None else cap.source,
         "notes": " | ".join(result.notes), "probes": describe_probes(result.probes),
     }
 

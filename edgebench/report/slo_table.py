@@ -3,7 +3,8 @@ run folder's slo_search.csv, written with the other tables (tables/slo_search.{c
 
 Answers are as the search wrote them: '21', 'at least 31' (capped at max_streams, or the next count was
 unmeasured), 'undetermined ...' or 'skipped: ...'; `monotonic` false means p99 fell as streams were added
-and the answer rests on an assumption the probes contradict (the note says where).
+and the answer rests on an assumption the probes contradict (the note says where). The horizon the answer holds
+for and the search's capacity (issue 35) are columns of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from edgebench.results.runs import Run
 
 SLO_FILE = "slo_search.csv"
 # the numbers of slo_search.csv (pipeline.slo_search.SEARCH_COLUMNS); its other cells stay text as written
-SEARCH_TYPES = {"rate_per_stream_hz": float, "slo_ms": float, "p99_ms_at_max": float, "p99_ms_at_first_miss": float}
+SEARCH_TYPES = {"rate_per_stream_hz": float, "slo_ms": float, "p99_ms_at_max": float, "p99_ms_at_first_miss": float,
+                "horizon_s": float, "capacity_per_s": float}
 
 
 def slo_records(run: Run) -> list[dict[str, Any]]:
@@ -50,8 +52,15 @@ def slo_table(runs: list[Run]) -> Table | None:
              Col("p99_ms_repeats_at_max", "p99 per repeat at max (ms)"),
              Col("first_missed_streams", "First miss"), Col("p99_ms_at_first_miss", "p99 there (ms)", True),
              Col("p99_ms_repeats_at_first_miss", "p99 per repeat there (ms)"),
-             Col("monotonic", "Monotonic"), Col("notes", "Notes"), Col("probes", "Probes", csv_only=True)]
+             Col("monotonic", "Monotonic"), Col("horizon_s", "Horizon (s)", True),
+             Col("holds_at_max", "Holds at max"), Col("capacity_per_s", "Capacity (1/s)", True),
+             Col("capacity_max_streams", "Streams it admits"), Col("capacity_source", "Capacity from"),
+             Col("notes", "Notes"), Col("probes", "Probes", csv_only=True)]
     notes = ["one line per option set x GPU sharing mode; latency counts queueing (end - scheduled arrival)",
              "a count is accepted only when every repeat meets the SLO; p99 at max / there is the worst repeat's",
+             "a count meets over the horizon: p99 + the latency growth its window cannot exclude (the trend's upper "
+             "bound x horizon) <= the SLO (holds at max: the worst repeat's)",
+             "capacity: what the device served (a closed loop at the search's first count, or an overloaded probe); "
+             "no count offered more was probed but the one above the answer",
              "monotonic false: p99 fell as streams were added, which the search assumes never happens"]
     return Table("slo_search", "Most fixed-rate streams under a p99 SLO, side by side", cols, records, notes)

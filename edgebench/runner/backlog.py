@@ -60,6 +60,7 @@ MIN_BINS = 8  # below this (MIN_BINS * MIN_PER_BIN = 80 inferences, or gaps) the
 TREND_CONFIDENCE = 0.95  # two-sided: the row is invalid only when the lower bound is above 0 (97.5% one-sided)
 GROWTH_FLOOR_MS = 1.0  # proven growth below this is never material (timer and scheduler noise on a loaded host)
 TREND_COLUMNS = ("latency_trend_ms_per_s", "latency_trend_lo_ms_per_s", "latency_trend_hi_ms_per_s")
+GROWTH_MARK = "latency grows "  # how growth_reason's text starts (the SLO search reads it in a row's reason)
 _CRITICAL_DRAWS = 40_000  # simulated t statistics behind each critical value (its 97.5% quantile to ~0.5%)
 
 
@@ -267,7 +268,7 @@ def growth_reason(trend: LatencyTrend | None, window: Window, cfg: RunConfig) ->
         return None
     offered = cfg.rate_hz * cfg.instances
     served = window.inferences / window.window_s if window.window_s > 0 else 0.0
-    return (f"latency grows {trend.slope_ms_per_s:.3g} ms/s [{trend.lo_ms_per_s:.3g}, {trend.hi_ms_per_s:.3g}] "
+    return (f"{GROWTH_MARK}{trend.slope_ms_per_s:.3g} ms/s [{trend.lo_ms_per_s:.3g}, {trend.hi_ms_per_s:.3g}] "
             f"({trend.confidence:.0%}) over {trend.span_s:.3g} s of arrivals, {trend.proven_growth_ms:.3g} ms "
             f"proven against a median of {trend.p50_ms:.3g} ms: {served:.4g}/s served of {offered:.4g}/s offered; "
             f"the backlog grew through the window, its percentiles are not a steady state")

@@ -281,6 +281,9 @@ def _subwindow_inferences(busy_from: np.ndarray, ends: np.ndarray, edges: np.nda
     return [float(c) for c in counts]
 
 
+NOT_SUSTAINED_MARK = "offered rate not sustained"  # how overload_reason's text starts (read by the SLO search)
+
+
 def overload_reason(summary: Summary, cfg: RunConfig) -> str | None:
     """For a fixed-rate row: why the offered rate was not sustained (achieved below offered by more than
     run.stability_tolerance_pct), else None. Its latencies then measure a backlog growing for as long as
@@ -291,7 +294,7 @@ def overload_reason(summary: Summary, cfg: RunConfig) -> str | None:
     achieved = summary.inferences / summary.window_s
     if achieved >= offered * (1.0 - cfg.stability_tolerance_pct / 100.0):
         return None
-    return (f"offered rate not sustained: offered {offered:.4g} inferences/s, achieved {achieved:.4g}/s "
+    return (f"{NOT_SUSTAINED_MARK}: offered {offered:.4g} inferences/s, achieved {achieved:.4g}/s "
             f"({achieved / offered * 100.0:.0f}%): the backlog, and the latency, grew for the whole window")
 
 

@@ -119,7 +119,8 @@ def test_the_arrivals_part_runs_each_arrival_model_and_prints_searches_and_repea
         answers[a] = [s["answer"] for s in searches]
         with open(out / f"slo-results-{a}.csv", newline="") as fh:
             rows = list(csv.DictReader(fh))
-        assert {r["arrival"] for r in rows} == {a}
+        assert {r["arrival"] for r in rows if r["scenario"] == "slo-search"} == {a}
+        assert {r["arrival"] for r in rows if r["scenario"] == "closed-loop"} == {"closed"}  # each search's capacity
         assert {int(r["repeat"]) // 2 for r in rows} == {0, 1}  # search k's rows carry repeat 2k and 2k+1
     for line, a in zip(lines[2:4], ("random", "even")):
         assert " | ".join(answers[a]) in line, line

@@ -88,10 +88,11 @@ def null_cfg(instances: int, **kw) -> RunConfig:
 
 def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artifact_cache, tiny_onnx, capsys):
     """0.2 ms per inference on one serial device at 300 arrivals/s per stream: 4 streams keep it 24% busy, and the
-    SLO (1 s) is far from anything but a stalled machine. The search from 2 streams to at most 4 meets at 2 and 4 on
-    each of 3 repeats: 6 rows, 'at least 4'. Then the run is
-    cut after its fourth row (results.csv truncated, no slo_search.csv line) and resumed: the 4 finished probes are
-    reused, the 2 missing ones measured, and the answer is the same."""
+    SLO (1 s) is far from anything but a stalled machine. The search from 2 streams to at most 4 measures its
+    capacity (a closed loop at 2 streams: thousands per second, 4 streams admitted), then meets at 2 and 4 on
+    each of 3 repeats: 7 rows, 'at least 4'. Then the run is cut after its fifth row (results.csv truncated, no
+    slo_search.csv line) and resumed: the capacity row and the 4 finished probes are reused, the 2 missing ones
+    measured, and the answer is the same."""
     profile = serial_slo_profile(tmp_path, "slorep", serial_options(tmp_path, 0.0002), warmup_s=0.05,
                                  duration_s=0.2, max_duration_s=3.0, stability_tolerance_pct=90.0)  # tiny windows
     run, (search,), rows = slo_bench(artifact_cache.root, profile, tmp_path / "runs", "--rate", "300", "--slo-ms",
@@ -101,25 +102,27 @@ def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artif
     assert search["arrival"] == "random" and search["repeats_per_count"] == "3"
     assert len(search["p99_ms_repeats_at_max"].split(";")) == 3
     assert search["holds_at_max"].startswith("holds for 60 s: p99 ")
-    assert [(r["instances"], r["repeat"]) for r in rows] == [("2", "0"), ("2", "1"), ("2", "2"),
-                                                            ("4", "0"), ("4", "1"), ("4", "2")]
-    assert all(r["arrival"] == "random" and r["slo_verdict"] == "met" for r in rows)
-    assert len({r["arrival_seed"] for r in rows}) == 3  # one seed per repeat, the same for every count
-    assert [f"{float(r['latency_ms_p99']):.4g}" for r in rows[3:]] == search["p99_ms_repeats_at_max"].split(";")
+    assert [(r["instances"], r["repeat"], r["scenario"]) for r in rows] == [
+        ("2", "0", "closed-loop"), ("2", "0", "slo-search"), ("2", "1", "slo-search"), ("2", "2", "slo-search"),
+        ("4", "0", "slo-search"), ("4", "1", "slo-search"), ("4", "2", "slo-search")]
+    probes = rows[1:]
+    assert all(r["arrival"] == "random" and r["slo_verdict"] == "met" for r in probes)
+    assert len({r["arrival_seed"] for r in probes}) == 3  # one seed per repeat, the same for every count
+    assert [f"{float(r['latency_ms_p99']):.4g}" for r in probes[3:]] == search["p99_ms_repeats_at_max"].split(";")
     assert "random arrivals]: at least 4 streams of 300/s keep p99 <= 1000 ms on every one of 3 repeat(s)" in \
         capsys.readouterr().out
 
-    # cut after the fourth row: the search line and the last two probe rows are gone
+    # cut after the fifth row: the search line and the last two probe rows are gone
     lines = (run / "results.csv").read_text().splitlines(keepends=True)
-    (run / "results.csv").write_text("".join(lines[:5]))
+    (run / "results.csv").write_text("".join(lines[:6]))
     (run / "slo_search.csv").unlink()
     assert main(["--cache", str(artifact_cache.root), "bench", "--resume", str(run)]) == 0
     again = read_rows(run / "results.csv")
-    assert again[:4] == rows[:4]  # reused as they were
-    assert [(r["instances"], r["repeat"]) for r in again[4:]] == [("4", "1"), ("4", "2")]
+    assert again[:5] == rows[:5]  # reused as they were
+    assert [(r["instances"], r["repeat"]) for r in again[5:]] == [("4", "1"), ("4", "2")]
     (resumed,) = read_rows(run / "slo_search.csv")
     assert resumed["answer"] == "at least 4" and resumed["p99_ms_repeats_at_max"].split(";")[0] == \
-        f"{float(rows[3]['latency_ms_p99']):.4g}"
+        f"{float(rows[4]['latency_ms_p99']):.4g}"
 
 
 def test_every_probe_of_a_search_runs_in_one_sweep_session(tmp_path, artifact_cache, tiny_onnx, capsys, monkeypatch):
@@ -139,5 +142,5 @@ def test_every_probe_of_a_search_runs_in_one_sweep_session(tmp_path, artifact_ca
                                  duration_s=0.2, max_duration_s=3.0, stability_tolerance_pct=90.0)
     _run, (search,), rows = slo_bench(artifact_cache.root, profile, tmp_path / "runs", "--rate", "300", "--slo-ms",
                                       "1000", "--max-streams", "4", "--slo-repeats", "2")
-    assert len(rows) == 4, search["probes"]  # 2 and 4 streams, 2 repeats each
+    assert len(rows) == 5, search["probes"]  # the capacity row, then 2 and 4 streams, 2 repeats each
     assert len(baselines) == 1

@@ -195,7 +195,8 @@ def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path,
     """Two option sets of one config, 2 ms and 4 ms per inference on one serial device, 90 arrivals/s per
     stream: 5 and 2 streams fit (90% and 72% busy), 6 and 3 overload it. One search each, one line each in
     slo_search.csv and in the console's side-by-side table; the window runs to 662 inferences although
-    min_inferences is 100. A 10 s horizon: 6 s windows cannot bound a 600 s one at 90% load."""
+    min_inferences is 100. Each search starts with its closed-loop capacity row at 2 streams (~450 and ~240/s:
+    5 and 2 streams admitted). A 10 s horizon: 6 s windows cannot bound a 600 s one at 90% load."""
     lock = tmp_path / "device.lock"
     run, searches, rows = bench(tmp_path, artifact_cache.root, ["--rate", "90", "--slo-ms", "100", "--max-streams", "8",
                                                                 "--horizon-s", "10"],
@@ -210,6 +211,13 @@ def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path,
             continue
         assert int(s["first_missed_streams"]) == int(s["max_streams_under_slo"]) + 1
         assert s["first_missed_streams"] != "" and int(s["first_missed_streams"]) <= cap + 1
+        # the lowest capacity known: the closed loop's, or what an overloaded probe served
+        assert s["capacity_source"] in ("closed loop at 2 streams", f"served at {s['first_missed_streams']} streams "
+                                        "while the backlog grew") and s["horizon_s"] == "10.0"
+        assert int(s["capacity_max_streams"]) == int(float(s["capacity_per_s"]) // 90) >= int(s["answer"])
+    closed = [r for r in rows if r["scenario"] == "closed-loop"]
+    assert [(r["instances"], r["rate_per_stream_hz"]) for r in closed] == [("2", ""), ("2", "")]
+    rows = [r for r in rows if r["scenario"] == "slo-search"]
     measured = [r for r in rows if r["slo_verdict"] in ("met", "missed") and r["latency_ms_p99"]]
     assert measured and all(int(r["inferences"]) >= P99_FLOOR for r in measured)
     assert all(r["slo_verdict"] in ("met", "missed") for r in rows), [(r["instances"], r["reason"]) for r in rows]
@@ -255,10 +263,12 @@ def test_gpu_sharing_modes_are_searched_side_by_side_under_a_private_mps_daemon(
     for s in searches:
         assert s["answer"] == "undetermined: no probe was measured" and s["max_streams_under_slo"] == ""
         assert "unmeasured at 1, 2" in s["notes"]
-    assert sorted((r["gpu_sharing"], int(r["instances"])) for r in rows) == [
-        ("mps", 1), ("mps", 2), ("time-slicing", 1), ("time-slicing", 2)]
+    assert sorted((r["gpu_sharing"], int(r["instances"]), r["scenario"]) for r in rows) == [
+        ("mps", 1, "closed-loop"), ("mps", 1, "slo-search"), ("mps", 2, "slo-search"),
+        ("time-slicing", 1, "closed-loop"), ("time-slicing", 1, "slo-search"), ("time-slicing", 2, "slo-search")]
     for r in rows:
-        assert r["slo_verdict"] == "unmeasured" and r["slo_met"] == "" and "slo: unmeasured" in r["reason"]
+        if r["scenario"] == "slo-search":
+            assert r["slo_verdict"] == "unmeasured" and r["slo_met"] == "" and "slo: unmeasured" in r["reason"]
         mps_log = run / r["artifact_dir"] / "mps-log" / "fake-calls.log"
         assert mps_log.exists() == (r["gpu_sharing"] == "mps")
         if mps_log.exists():
