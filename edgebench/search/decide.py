@@ -5,18 +5,30 @@ the same code.
 The order of a search:
 1. seeds: a few points spread over the space (maximin in the encoder's features; max(MIN_SEEDS, SEED_SHARE of the
    model's points)), one row each;
-2. explore: fit a surrogate of every metric the answer reads on the usable rows, and measure (one row) the point
+2. design: a space-filling step (the open point farthest from every measured one, in the encoder's features) while
+   - some level of a categorical axis that varies (a precision, a backend, an option set) has no configuration
+     measured: a corner such as fp16 is never left unmeasured because the seeds happened to miss it; or
+   - the surrogate cannot tell configurations apart (`_distrust`: its predictions of a metric the answer reads
+     nearly equal over the whole space, or its length scales collapsed, or its noise term taking most of the
+     variance), up to DESIGN_EXTRA configurations beyond the model's effective features: a flat fit of three
+     similar seeds says nothing about the rest of the space, and its narrow intervals must not stop the search;
+3. explore: fit a surrogate of every metric the answer reads on the usable rows, and measure (one row) the point
    whose measurement is most likely to change the answer:
    best under limits: P(meets every limit) x P(beats the current best beyond its 95% interval: a configuration
-   inside it would tie, not change the answer), from the predictive normals;
+   inside it would tie, not change the answer), from the predictive normals; a configuration one of whose repeats
+   (an invalid one included) already misses a limit can never meet it, and is not a candidate;
    Pareto: P(its median, with its next row added to the rows it has, is dominated by no front member taken at
    the far end of its 95% interval: inside the intervals it would tie with the front, not change it), by
    sampling the predictive normals;
-   while the most likely one has P >= explore_min_prob;
-3. confirm: the answer's configurations (the best and the runner-up; the front's members) get every planned repeat,
+   best: while P(some candidate changes the answer) = 1 - prod(1 - P_i) >= explore_min_prob, and while nothing
+   measured meets every limit (no answer yet), P(some candidate meets every limit): a search never stops with "no
+   answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
+   most likely one has P >= explore_min_prob;
+4. confirm: the answer's configurations (the best and the runner-up; the front's members) get every planned repeat,
    so the final answer is measured with repeats (a repeat can move it: then exploring starts again);
-4. stop: the answer is settled (no unmeasured point likely to change it, its configurations measured with every
-   repeat; the verdict says whether the best is resolved or a tie), or the row budget is spent.
+5. stop: the answer is settled (no unmeasured point likely to change it, its configurations measured with every
+   repeat; the verdict says whether the best is resolved or a tie), or the row budget is spent. The stop line says
+   only what holds: with no answer, that none was found and how unlikely the rest is to hold one.
 A model whose usable rows (at least MIN_SEEDS, after its seeds) all lack a column its answer reads (a p99 the
 windows are too short for, an energy no sampler measured) is not explored further: no row can meet a limit or rank
 on a column it lacks, and more rows of the same windows would not fill it; the stop says which column and why.
@@ -39,9 +51,21 @@ from edgebench.answer.candidates import empty_reason
 from edgebench.answer.pareto import dominates
 from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
-from edgebench.search.surrogate import Fitted, fit, inverse, transform
+from edgebench.search.surrogate import (
+    LINEAR_METRICS,
+    MIN_SD_LINEAR,
+    MIN_SD_LOG,
+    Fitted,
+    fit,
+    inverse,
+    transform,
+)
 
 MIN_SEEDS = 3
+# the space-filling design asks for at most this many configurations beyond the model's effective features (numeric
+# axes that vary + levels - 1 of each categorical axis that varies) while the surrogate cannot tell them apart
+DESIGN_EXTRA = 2
+FLAT_SDS = 2.0  # predictions within FLAT_SDS x the noise floor of each other over the whole space are "nearly equal"
 SEED_SHARE = 0.10
 EXPLORE_MIN_PROB = 0.05
 PARETO_SAMPLES = 256
@@ -50,11 +74,17 @@ Z95 = 1.959964
 
 @dataclass
 class Pick:
-    phase: str  # seed | explore | confirm
+    phase: str  # seed | design | explore | confirm
     key: str
     hashes: list[str]  # the planned rows to measure now, in repeat order
     why: str
     p_change: float | None = None
+    # explore: what the stop compares with explore_min_prob: p_change, or, while the model has no answer, P(some
+    # candidate meets every limit)
+    score: float | None = None
+    model: str = ""
+    no_answer: bool = False  # explore: nothing measured meets every limit yet
+    candidates: int = 0  # explore: configurations scored
 
 
 @dataclass
@@ -118,12 +148,15 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     predictions: list[Predicted] = []
     best_pick: Pick | None = None
     blocked: list[str] = []  # models that cannot be answered from more rows like theirs, with why
+    explored: list[Pick] = []  # each model's explore pick (the most likely to change its answer)
     for model in sorted({p.model for p in points}):
         mine = [p for p in points if p.model == model]
         pick, preds, why = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate)
         predictions += preds
         if why is not None:
             blocked.append(why)
+        if pick is not None and pick.phase == "explore":
+            explored.append(pick)
         if pick is not None and (best_pick is None or _priority(pick) > _priority(best_pick)):
             best_pick = pick
     if budget_left <= 0:
@@ -133,18 +166,19 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     if best_pick is not None and best_pick.phase != "confirm" and budget_left <= _confirm_need(points, by_hash,
                                                                                               answers):
         best_pick = _confirm(points, by_hash, answers) or best_pick
-    if best_pick is not None and best_pick.phase == "explore" and (best_pick.p_change or 0.0) < explore_min_prob:
+    if best_pick is not None and best_pick.phase == "explore" and (best_pick.score or 0.0) < explore_min_prob:
         confirm = _confirm(points, by_hash, answers)
         if confirm is not None:
             best_pick = confirm
         else:
-            return Decision(None, _with(_settled_text(best_pick, explore_min_prob), blocked), answers, predictions)
+            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob), blocked),
+                            answers, predictions)
     if best_pick is None:
         confirm = _confirm(points, by_hash, answers)
         if confirm is None:
-            text = ("settled: every configuration is measured or exhausted, and the answer's have every planned "
-                    "repeat")
-            return Decision(None, "; ".join(blocked) if blocked else text, answers, predictions)
+            text = (_all_measured_text(answers, points, by_hash) if not blocked or any(
+                st.answer_keys for st in answers.values()) else "")
+            return Decision(None, "; ".join([t for t in (text, *blocked) if t]), answers, predictions)
         best_pick = confirm
     best_pick.hashes = best_pick.hashes[:budget_left]
     return Decision(best_pick, None, answers, predictions)
@@ -155,13 +189,64 @@ def _with(text: str, blocked: list[str]) -> str:
 
 
 def _priority(pick: Pick) -> tuple[int, float]:
-    return ({"seed": 2, "explore": 1, "confirm": 0}[pick.phase], pick.p_change or 0.0)
+    return ({"seed": 3, "design": 2, "explore": 1, "confirm": 0}[pick.phase],
+            pick.score if pick.score is not None else pick.p_change or 0.0)
 
 
-def _settled_text(pick: Pick, threshold: float) -> str:
-    return (f"settled: no unmeasured configuration is likely to change the answer (the most likely, "
-            f"{pick.why.split(':')[0]}, P = {pick.p_change:.3f} < {threshold:g}), and the answer's configurations "
-            "have every planned repeat")
+def _repeats_text(keys: Sequence[str], points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]]) -> str:
+    """What the answer's configurations hold of their planned repeats, as it is: 'every planned repeat measured',
+    or which are short and why (a failed row ends a configuration)."""
+    by_key = {p.key: p for p in points}
+    short = []
+    for key in keys:
+        p = by_key.get(key)
+        if p is None:
+            continue
+        mine = _rows_of(p, rows)
+        if len(mine) < p.planned_rows:
+            short.append(f"{p.label} {len(mine)} of {p.planned_rows} (a row failed)")
+    return "every planned repeat measured" if not short else "every planned repeat measured but " + ", ".join(short)
+
+
+def _answer_clause(model: str, st: ModelState | None, points: Sequence[SearchPoint],
+                   rows: Mapping[str, dict[str, Any]], many: bool) -> str:
+    who = f"{model}: " if many else ""
+    if st is None or not st.answer_keys:
+        return f"{who}no answer: no measured configuration meets every limit"
+    return f"{who}the answer's configurations have {_repeats_text(st.answer_keys, points, rows)}"
+
+
+def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
+                  rows: Mapping[str, dict[str, Any]], threshold: float) -> str:
+    """The stop line when no candidate is likely to change any model's answer: per model, what holds (the answer's
+    repeats, or that there is none and how unlikely the unmeasured are to hold one) and the most likely change."""
+    many = len(explored) > 1
+    parts = []
+    for pick in explored:
+        name = pick.why.split(":")[0]
+        st = answers.get(pick.model)
+        if pick.no_answer:
+            parts.append(f"{pick.model + ': ' if many else ''}no answer: no measured configuration meets every limit, "
+                         f"and the {pick.candidates} candidate(s) left are unlikely to (P(any meets every limit) = "
+                         f"{pick.score or 0.0:.3f} < {threshold:g}; the most likely, {name}, P = "
+                         f"{pick.p_change or 0.0:.3f})")
+        elif pick.score is not None and pick.score != pick.p_change:
+            parts.append(f"{pick.model + ': ' if many else ''}no configuration left is likely to change the answer "
+                         f"(P(any of the {pick.candidates} changes it) = {pick.score:.3f} < {threshold:g}; the most "
+                         f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
+                         + _answer_clause(pick.model, st, points, rows, False))
+        else:
+            parts.append(f"{pick.model + ': ' if many else ''}no configuration left is likely to change the "
+                         f"answer (the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
+                         + _answer_clause(pick.model, st, points, rows, False))
+    return "settled: " + "; ".join(parts)
+
+
+def _all_measured_text(answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
+                       rows: Mapping[str, dict[str, Any]]) -> str:
+    models = sorted({p.model for p in points})
+    clauses = [_answer_clause(m, answers.get(m), points, rows, len(models) > 1) for m in models]
+    return "settled: every configuration is measured or exhausted; " + "; ".join(clauses)
 
 
 def _unconfirmed(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
@@ -200,6 +285,7 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     """(this model's pick, its predictions, why it cannot be answered from more rows like its own: None while it
     can)."""
     encoder = Encoder(points)
+    model = points[0].model
     status = {p.key: _rows_of(p, rows) for p in points}
     usable = {k: [r for r in v if r.get("status") == "ok"] for k, v in status.items()}
     open_points = [p for p in points if not usable[p.key] and not _exhausted(p, status[p.key])]
@@ -211,27 +297,132 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     for s in seeds:  # seeds first: a spread start before any model is trusted
         if s in open_points and not status[s.key]:
             return Pick("seed", s.key, _next_rows(s, rows, 1), f"{s.label}: seed {seeds.index(s) + 1} of "
-                                                               f"{len(seeds)}"), preds, None
-    if (why := _unanswerable(points[0].model, usable, metrics)) is not None:
+                                                               f"{len(seeds)}", model=model), preds, None
+    if (why := _unanswerable(model, usable, metrics)) is not None:
         return None, preds, why
+    # never tried: neither measured (any status) nor exhausted
+    fresh = [p for p in open_points if not status[p.key]]
+    tried = [p for p in points if status[p.key]]
+    if (gap := _uncovered(points, status, fresh, encoder)) is not None:
+        level, p = gap
+        return Pick("design", p.key, _next_rows(p, rows, 1),
+                    f"{p.label}: space-filling, {level} has no configuration measured yet (every level of every "
+                    "axis is measured before the surrogate is trusted)", model=model), preds, None
+    distrust = _distrust(fits, points, normals, metrics, encoder)
+    design_size = _effective_features(points, encoder) + DESIGN_EXTRA
+    if distrust is not None and fresh and len(tried) < design_size:
+        p = _farthest(fresh, tried, encoder)
+        return Pick("design", p.key, _next_rows(p, rows, 1),
+                    f"{p.label}: space-filling, the surrogate cannot tell configurations apart yet ({distrust}; "
+                    f"{len(tried)} of up to {design_size} configurations in the design)", model=model), preds, None
     # measured once or twice and outside the answer: one draw can hide a configuration that belongs in it (a slow
     # repeat of the true best); the surrogate, fitted on its rows and the rest, says how likely that is
     in_answer = set(state.answer_keys) if state is not None else set()
     retry = [p for p in points if usable[p.key] and p.key not in in_answer and not _exhausted(p, status[p.key])]
-    if not open_points and not retry:
+    # a configuration one of whose repeats (an invalid one included) misses a limit never meets it (answer.best's
+    # every-repeat rule): more of its rows cannot change the answer
+    candidates = [p for p in open_points + retry if goal.mode != "best" or not _misses(status[p.key], goal)]
+    if not candidates:
         return None, preds, None
     scored = []
     by_pred = {p.key: p for p in preds}
-    for p in open_points + retry:
+    for p in candidates:
         prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key])
         by_pred[p.key].p_change, by_pred[p.key].p_feasible = prob, p_feasible
         scored.append((prob, p))
     order = {q.key: i for i, q in enumerate(points)}  # ties: the earlier point of the plan's order
     prob, p = max(scored, key=lambda t: (t[0], -order[t[1].key]))
+    no_answer = goal.mode == "best" and (state is None or not state.answer_keys)
+    score = prob
+    if goal.mode == "best":
+        # stop only when the candidates together are unlikely to change the answer (to hold one, with none yet):
+        # many configurations each a little likely are, together, likely (1 - prod(1 - P_i), as if independent,
+        # which the surrogate's correlated errors make an upper bound)
+        miss_all = 1.0
+        for q, _p in scored:
+            miss_all *= 1.0 - q
+        score = 1.0 - miss_all
     what = ("another repeat" if usable[p.key] else "the next repeat (its rows so far are invalid)" if status[p.key]
             else "not measured yet")
-    return Pick("explore", p.key, _next_rows(p, rows, 1), f"{p.label}: {what}, P(changes the answer) = {prob:.3f}",
-                prob), preds, None
+    why = f"{p.label}: {what}, P(changes the answer) = {prob:.3f}"
+    if no_answer:
+        why += f"; no answer yet, P(some candidate meets every limit) = {score:.3f}"
+    elif score != prob:
+        why += f"; P(some candidate changes it) = {score:.3f}"
+    return Pick("explore", p.key, _next_rows(p, rows, 1), why, prob, score, model, no_answer,
+                len(scored)), preds, None
+
+
+def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
+    """Whether a measured repeat (any status; rows carry ACCURACY_DROP) breaks one of the goal's limits."""
+    for col, bound in goal.limits.columns():
+        if any(r.get(col) is not None and float(r[col]) > bound for r in mine):
+            return True
+    return False
+
+
+def _effective_features(points: Sequence[SearchPoint], encoder: Encoder) -> int:
+    """Numeric axes that vary, plus (levels - 1) of every categorical axis that varies: the fewest configurations
+    that can fix a model linear in the features."""
+    numeric = int(len({p.batch for p in points}) > 1) + int(len({p.instances for p in points}) > 1)
+    axes: dict[str, int] = {}
+    for name, _value in encoder.levels:
+        axes[name] = axes.get(name, 0) + 1
+    return numeric + sum(n - 1 for n in axes.values())
+
+
+def _varying(points: Sequence[SearchPoint], encoder: Encoder) -> list[int]:
+    """Indices of the gp features (Encoder.row) that vary over the points."""
+    out = [i for i, vals in enumerate(({p.batch for p in points}, {p.instances for p in points})) if len(vals) > 1]
+    return out + [2 + j for j in range(len(encoder.levels))]
+
+
+def _uncovered(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
+               fresh: Sequence[SearchPoint], encoder: Encoder) -> tuple[str, SearchPoint] | None:
+    """The first level of a categorical axis that varies with no configuration measured (any status) and one
+    still to measure, and its configuration farthest from every measured one; None when every level is covered."""
+    tried = [p for p in points if status[p.key]]
+    for name, value in encoder.levels:
+        if any(p.categories.get(name, "") == value for p in tried):
+            continue
+        mine = [p for p in fresh if p.categories.get(name, "") == value]
+        if mine:
+            return f"{name} {value or '(none)'}", _farthest(mine, tried, encoder)
+    return None
+
+
+def _farthest(candidates: Sequence[SearchPoint], tried: Sequence[SearchPoint], encoder: Encoder) -> SearchPoint:
+    """The candidate farthest (maximin, in the encoder's features) from every configuration tried; ties: the first
+    in the plan's order."""
+    rows = [encoder.row(t) for t in tried]
+
+    def gap(p: SearchPoint) -> float:
+        x = encoder.row(p)
+        return min((sum((a - b) ** 2 for a, b in zip(x, r)) for r in rows), default=0.0)
+
+    return max(candidates, key=lambda p: (gap(p), -candidates.index(p)))
+
+
+def _distrust(fits: Mapping[str, Fitted], points: Sequence[SearchPoint], normals: Normals,
+              metrics: list[tuple[str, bool]], encoder: Encoder) -> str | None:
+    """Why the surrogate cannot tell this model's configurations apart on a metric the answer reads (not fitted
+    yet; predictions nearly equal over every configuration; its length scales collapsed or its noise taking most of
+    the variance: Fitted.collapsed); None when it can on every one."""
+    varying = _varying(points, encoder)
+    names = ["log2 batch", "log2 instances", *[f"{n} {v}" for n, v in encoder.levels]]
+    for col, _higher in metrics:
+        fitted = fits.get(col)
+        if fitted is None:
+            return f"{col}: fewer than 2 values to fit"
+        mus = [normals[col][p.key][0] for p in points]
+        floor = MIN_SD_LINEAR if col in LINEAR_METRICS else MIN_SD_LOG
+        if max(mus) - min(mus) < FLAT_SDS * floor:
+            spread = (f"{max(mus) - min(mus):.3g} pp" if col in LINEAR_METRICS
+                      else f"{math.exp(max(mus) - min(mus)) - 1:.1%}")
+            return f"{col}: predictions within {spread} of each other over every configuration"
+        if (why := fitted.collapsed(varying, names)) is not None:
+            return why
+    return None
 
 
 def _unanswerable(model: str, usable: Mapping[str, list[dict[str, Any]]],

@@ -9,7 +9,10 @@ chose the default):
   sharing one shape).
 Metrics that are positive and multiplicative (throughput, power, energy, latency) are modelled in log space; the
 accuracy drop (percentage points, can be 0 or negative) as it is. Every prediction's spread is at least
-MIN_SD_LOG (run-to-run noise of a row is a few percent: a model never claims to know a row better).
+MIN_SD_LOG (run-to-run noise of a row is a few percent: a model never claims to know a row better), and a gp's at
+least LOO_FLOOR x the root mean square of its leave-one-out misses on its own rows (a rough grid is not claimed to
+be smooth where it has not been measured). `Fitted.collapsed` says when a gp's own hyperparameters show it cannot
+tell configurations apart (search.decide then does not trust it).
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from edgebench.errors import EdgebenchError
 from edgebench.search.space import Encoder, SearchPoint
 
 SURROGATES = ("gp", "loglinear")
+LENGTH_SCALE_BOUNDS = (0.05, 50.0)  # gp: on features scaled to [0, 1] (log2 batch / instances) or 0/1 (categories)
+NUMERIC_FEATURES = 2  # gp features: log2 batch and log2 instances first (space.Encoder.row), then the categories
+NOISE_SHARE_MAX = 0.5  # gp: a fit whose white-noise term takes more of the variance explains nothing
+# gp: a fit never claims to know an unmeasured configuration better than this share of how far it misses its own
+# rows, each left out in turn (root mean square, modelled units): where the grid is rough (a latency that dips at
+# one batch) those misses are large, and so are the intervals of what it has not seen
+LOO_FLOOR = 0.5
 MIN_SD_LOG = 0.03  # ~3% of the value
 MIN_SD_LINEAR = 0.05  # percentage points, for the accuracy drop
 LINEAR_METRICS = ("accuracy_drop_pct",)
@@ -54,6 +64,9 @@ class Fitted:
     encoder: Encoder
     model: object
     n: int
+    # the predictive spread is never below this either (modelled units; 0: MIN_SD_* alone): gp, LOO_FLOOR x the
+    # root mean square of its leave-one-out residuals
+    sd_floor: float = 0.0
 
     def predict(self, points: Sequence[SearchPoint]) -> tuple[list[float], list[float]]:
         import numpy as np
@@ -63,7 +76,35 @@ class Fitted:
             warnings.simplefilter("ignore")
             mu, sd = self.model.predict(X, return_std=True)  # type: ignore[attr-defined]
         floor = MIN_SD_LINEAR if self.metric in LINEAR_METRICS else MIN_SD_LOG
+        floor = max(floor, self.sd_floor)
         return [float(m) for m in mu], [max(float(s), floor) for s in sd]
+
+    def collapsed(self, varying: Sequence[int], names: Sequence[str]) -> str | None:
+        """Why the fitted model cannot tell configurations apart, from its own hyperparameters (gp only): the
+        length scale of a numeric feature that varies (log2 batch, log2 instances) at the upper bound, a model flat
+        along it (batch and instances move every metric a search reads, so few rows that say otherwise have not
+        seen it yet); every length scale at the lower bound, no configuration informing another; or the noise term
+        taking most of the variance. None when none holds. `varying`: indices of the features that vary over the
+        space; `names`: every feature's name."""
+        if self.kind != "gp" or not varying:
+            return None
+        import numpy as np
+
+        signal, scales, noise = _kernel_parts(self.model.kernel_)  # type: ignore[attr-defined]
+        scales = np.atleast_1d(scales)
+        mine = {i: float(scales[i]) if len(scales) > 1 else float(scales[0]) for i in varying}
+        lo, hi = LENGTH_SCALE_BOUNDS
+        flat = [names[i] for i, v in mine.items() if i < NUMERIC_FEATURES and v >= 0.9 * hi]
+        if flat:
+            return f"{self.metric}: flat along {' and '.join(flat)} (length scale at its upper bound, {hi:g})"
+        mine_values = list(mine.values())
+        if all(v >= 0.9 * hi for v in mine_values):
+            return f"{self.metric}: every length scale at its upper bound ({hi:g}): a flat model"
+        if all(v <= 1.1 * lo for v in mine_values):
+            return f"{self.metric}: every length scale at its lower bound ({lo:g}): no configuration informs another"
+        if noise / (signal + noise) > NOISE_SHARE_MAX:
+            return f"{self.metric}: the noise term takes {noise / (signal + noise):.0%} of the variance"
+        return None
 
 
 def _features(kind: str, enc: Encoder, p: SearchPoint) -> list[float]:
@@ -92,14 +133,49 @@ def fit(metric: str, kind: str, encoder: Encoder, points: Sequence[SearchPoint],
             from sklearn.gaussian_process.kernels import RBF, WhiteKernel
             from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-            kernel = (C(1.0, (1e-3, 1e3)) * RBF(np.ones(X.shape[1]), (0.05, 50.0))
+            kernel = (C(1.0, (1e-3, 1e3)) * RBF(np.ones(X.shape[1]), LENGTH_SCALE_BOUNDS)
                       + WhiteKernel(1e-3, (1e-6, 1.0)))
             model: object = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=0,
                                                      random_state=seed).fit(X, y)
+            sd_floor = LOO_FLOOR * _loo_rms(model, X)
         elif kind == "loglinear":
             from sklearn.linear_model import BayesianRidge
 
             model = BayesianRidge().fit(X, y)
+            sd_floor = 0.0
         else:
             raise EdgebenchError(f"search.surrogate: unknown {kind!r} (one of {', '.join(SURROGATES)})")
-    return Fitted(metric, kind, encoder, model, len(pairs))
+    return Fitted(metric, kind, encoder, model, len(pairs), sd_floor)
+
+
+def _kernel_parts(kernel: object) -> tuple[float, object, float]:
+    """(the RBF's amplitude, its length scale(s), the white-noise level) of a fitted gp kernel."""
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Product, Sum, WhiteKernel
+
+    signal, scales, noise = 1.0, None, 0.0
+    stack = [kernel]
+    while stack:
+        k = stack.pop()
+        if isinstance(k, Sum):
+            stack += [k.k1, k.k2]
+        elif isinstance(k, Product) and isinstance(k.k2, RBF) and isinstance(k.k1, ConstantKernel):
+            signal, scales = float(k.k1.constant_value), k.k2.length_scale
+        elif isinstance(k, WhiteKernel):
+            noise = float(k.noise_level)
+    return signal, scales, noise
+
+
+def _loo_rms(model: object, X: object) -> float:
+    """The root mean square of a fitted GaussianProcessRegressor's leave-one-out residuals, in the modelled units,
+    in closed form (Rasmussen & Williams 5.4.2: residual_i = [K^-1 y]_i / [K^-1]_ii, K with its noise term): how far
+    the fit misses each of its own rows when that row is left out."""
+    import numpy as np
+
+    K = model.kernel_(X)  # type: ignore[attr-defined]
+    K[np.diag_indices_from(K)] += model.alpha  # type: ignore[attr-defined]
+    try:
+        inv_diag = np.diag(np.linalg.inv(K))
+    except np.linalg.LinAlgError:  # pragma: no cover - the white-noise term keeps K positive definite
+        return 0.0
+    residual = np.ravel(model.alpha_) / inv_diag  # type: ignore[attr-defined]  # normalized units (normalize_y)
+    return float(np.sqrt(np.mean(residual ** 2))) * float(np.ravel(getattr(model, "_y_train_std", 1.0))[0])

@@ -91,7 +91,7 @@ def test_replay_finds_the_best_under_the_limit_from_a_fraction_of_the_grid(lands
     for key in state.answer_keys:
         assert set(by_key[key].hashes) <= set(measured), label_of(points, key)
     assert [ph for ph, _k, _h, _w in picks][:5] == ["seed"] * 5
-    assert {ph for ph, _k, _h, _w in picks} <= {"seed", "explore", "confirm"}
+    assert {ph for ph, _k, _h, _w in picks} <= {"seed", "design", "explore", "confirm"}
     explored = [why for ph, _k, _h, why in picks if ph == "explore"]
     assert explored and all(why.count("P(changes the answer) = ") == 1 for why in explored), explored
     assert any(why.split(": ")[1].startswith("not measured yet, ") for why in explored), explored
@@ -231,7 +231,8 @@ def test_a_budget_no_larger_than_the_answers_missing_repeats_confirms_instead_of
             and d.pick.phase == "seed":
         seeds.add(d.pick.key)
         picked.update({h: rows[h] for h in d.pick.hashes})
-    left_open = [p for p in points if p.key not in seeds][:3]  # three non-seed points stay unmeasured
+    # three non-seed points near the answer (int8, the fastest) stay unmeasured: one of them could still change it
+    left_open = [p for p in points if p.key not in seeds and p.categories["precision"] == "int8"][-3:]
     measured = {p.hashes[0]: rows[p.hashes[0]] for p in points if p not in left_open}
     spare = decide(points, measured, BEST, budget_left=50, seed=0, surrogate="loglinear", explore_min_prob=1e-9)
     assert spare.pick is not None and spare.pick.phase == "explore"

@@ -94,3 +94,20 @@ def test_an_unknown_kind_is_an_error():
     points = _points()
     with pytest.raises(EdgebenchError, match="unknown 'forest'"):
         fit("throughput_ips", "forest", Encoder(points), points[:3], [1.0, 2.0, 3.0])
+
+
+def test_a_gp_never_claims_to_know_a_rough_metric_better_than_it_misses_its_own_rows():
+    """Throughput that jumps by 2x between neighbouring batches: the fit misses its own rows when each is left out,
+    and no prediction's spread is below half the root mean square of those misses (surrogate.LOO_FLOOR)."""
+    from edgebench.search.surrogate import LOO_FLOOR
+
+    points = _points(("fp32",))
+    train = [p for p in points if p.instances == 1]
+    values = [_throughput(p) * (2.0 if p.batch in (4, 32) else 1.0) for p in train]
+    fitted = fit("throughput_ips", "gp", Encoder(points), train, values, seed=0)
+    assert fitted is not None and fitted.sd_floor > MIN_SD_LOG
+    assert LOO_FLOOR > 0
+    _mus, sds = fitted.predict(points)
+    assert min(sds) >= fitted.sd_floor
+    smooth = fit("throughput_ips", "gp", Encoder(points), train, [_throughput(p) for p in train], seed=0)
+    assert smooth is not None and smooth.sd_floor < fitted.sd_floor
