@@ -91,7 +91,7 @@ class Fitted:
         import numpy as np
 
         signal, scales, noise = _kernel_parts(self.model.kernel_)  # type: ignore[attr-defined]
-        scales = np.atleast_1d(scales)
+        scales = np.atleast_1d(np.asarray(scales, dtype=float))
         mine = {i: float(scales[i]) if len(scales) > 1 else float(scales[0]) for i in varying}
         lo, hi = LENGTH_SCALE_BOUNDS
         flat = [names[i] for i, v in mine.items() if i < NUMERIC_FEATURES and v >= 0.9 * hi]
