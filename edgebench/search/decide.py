@@ -8,7 +8,7 @@ The order of a search:
 2. design: a space-filling step (the open point farthest from every measured one, in the encoder's features) while
    - some level of a categorical axis that varies (a precision, a backend, an option set) has no configuration
      measured: a corner such as fp16 is never left unmeasured because the seeds happened to miss it; or
-   - the surrogate cannot tell configurations apart (`_distrust`: its predictions of a metric the answer reads
+   - the surrogate cannot tell configurations apart (`design.distrust`: its predictions of a metric the answer reads
      nearly equal over the whole space, or its length scales collapsed, or its noise term taking most of the
      variance), up to DESIGN_EXTRA configurations beyond the model's effective features: a flat fit of three
      similar seeds says nothing about the rest of the space, and its narrow intervals must not stop the search;
@@ -34,6 +34,9 @@ windows are too short for, an energy no sampler measured) is not explored furthe
 on a column it lacks, and more rows of the same windows would not fill it; the stop says which column and why.
 A point whose rows failed (or were skipped) is not measured again; one whose only rows are invalid stays a
 candidate (its next repeat may be valid).
+
+Size: one decision, seeds to stop, with the probabilities that steer it and the stop lines that must say only what
+holds beside the rule they describe (the space-filling design is design.py; the goal is goal.py).
 """
 
 from __future__ import annotations
@@ -49,12 +52,10 @@ from typing import Any
 from edgebench.answer.best import with_accuracy_drop
 from edgebench.answer.candidates import empty_reason
 from edgebench.answer.pareto import dominates
+from edgebench.search.design import distrust, effective_features, farthest, uncovered
 from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
 from edgebench.search.surrogate import (
-    LINEAR_METRICS,
-    MIN_SD_LINEAR,
-    MIN_SD_LOG,
     Fitted,
     fit,
     inverse,
@@ -65,7 +66,6 @@ MIN_SEEDS = 3
 # the space-filling design asks for at most this many configurations beyond the model's effective features (numeric
 # axes that vary + levels - 1 of each categorical axis that varies) while the surrogate cannot tell them apart
 DESIGN_EXTRA = 2
-FLAT_SDS = 2.0  # predictions within FLAT_SDS x the noise floor of each other over the whole space are "nearly equal"
 SEED_SHARE = 0.10
 EXPLORE_MIN_PROB = 0.05
 PARETO_SAMPLES = 256
@@ -303,17 +303,17 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     # never tried: neither measured (any status) nor exhausted
     fresh = [p for p in open_points if not status[p.key]]
     tried = [p for p in points if status[p.key]]
-    if (gap := _uncovered(points, status, fresh, encoder)) is not None:
+    if (gap := uncovered(points, status, fresh, encoder)) is not None:
         level, p = gap
         return Pick("design", p.key, _next_rows(p, rows, 1),
                     f"{p.label}: space-filling, {level} has no configuration measured yet (every level of every "
                     "axis is measured before the surrogate is trusted)", model=model), preds, None
-    distrust = _distrust(fits, points, normals, metrics, encoder)
-    design_size = _effective_features(points, encoder) + DESIGN_EXTRA
-    if distrust is not None and fresh and len(tried) < design_size:
-        p = _farthest(fresh, tried, encoder)
+    untrusted = distrust(fits, points, normals, metrics, encoder)
+    design_size = effective_features(points, encoder) + DESIGN_EXTRA
+    if untrusted is not None and fresh and len(tried) < design_size:
+        p = farthest(fresh, tried, encoder)
         return Pick("design", p.key, _next_rows(p, rows, 1),
-                    f"{p.label}: space-filling, the surrogate cannot tell configurations apart yet ({distrust}; "
+                    f"{p.label}: space-filling, the surrogate cannot tell configurations apart yet ({untrusted}; "
                     f"{len(tried)} of up to {design_size} configurations in the design)", model=model), preds, None
     # measured once or twice and outside the answer: one draw can hide a configuration that belongs in it (a slow
     # repeat of the true best); the surrogate, fitted on its rows and the rest, says how likely that is
@@ -359,70 +359,6 @@ def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
         if any(r.get(col) is not None and float(r[col]) > bound for r in mine):
             return True
     return False
-
-
-def _effective_features(points: Sequence[SearchPoint], encoder: Encoder) -> int:
-    """Numeric axes that vary, plus (levels - 1) of every categorical axis that varies: the fewest configurations
-    that can fix a model linear in the features."""
-    numeric = int(len({p.batch for p in points}) > 1) + int(len({p.instances for p in points}) > 1)
-    axes: dict[str, int] = {}
-    for name, _value in encoder.levels:
-        axes[name] = axes.get(name, 0) + 1
-    return numeric + sum(n - 1 for n in axes.values())
-
-
-def _varying(points: Sequence[SearchPoint], encoder: Encoder) -> list[int]:
-    """Indices of the gp features (Encoder.row) that vary over the points."""
-    out = [i for i, vals in enumerate(({p.batch for p in points}, {p.instances for p in points})) if len(vals) > 1]
-    return out + [2 + j for j in range(len(encoder.levels))]
-
-
-def _uncovered(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
-               fresh: Sequence[SearchPoint], encoder: Encoder) -> tuple[str, SearchPoint] | None:
-    """The first level of a categorical axis that varies with no configuration measured (any status) and one
-    still to measure, and its configuration farthest from every measured one; None when every level is covered."""
-    tried = [p for p in points if status[p.key]]
-    for name, value in encoder.levels:
-        if any(p.categories.get(name, "") == value for p in tried):
-            continue
-        mine = [p for p in fresh if p.categories.get(name, "") == value]
-        if mine:
-            return f"{name} {value or '(none)'}", _farthest(mine, tried, encoder)
-    return None
-
-
-def _farthest(candidates: Sequence[SearchPoint], tried: Sequence[SearchPoint], encoder: Encoder) -> SearchPoint:
-    """The candidate farthest (maximin, in the encoder's features) from every configuration tried; ties: the first
-    in the plan's order."""
-    rows = [encoder.row(t) for t in tried]
-
-    def gap(p: SearchPoint) -> float:
-        x = encoder.row(p)
-        return min((sum((a - b) ** 2 for a, b in zip(x, r)) for r in rows), default=0.0)
-
-    return max(candidates, key=lambda p: (gap(p), -candidates.index(p)))
-
-
-def _distrust(fits: Mapping[str, Fitted], points: Sequence[SearchPoint], normals: Normals,
-              metrics: list[tuple[str, bool]], encoder: Encoder) -> str | None:
-    """Why the surrogate cannot tell this model's configurations apart on a metric the answer reads (not fitted
-    yet; predictions nearly equal over every configuration; its length scales collapsed or its noise taking most of
-    the variance: Fitted.collapsed); None when it can on every one."""
-    varying = _varying(points, encoder)
-    names = ["log2 batch", "log2 instances", *[f"{n} {v}" for n, v in encoder.levels]]
-    for col, _higher in metrics:
-        fitted = fits.get(col)
-        if fitted is None:
-            return f"{col}: fewer than 2 values to fit"
-        mus = [normals[col][p.key][0] for p in points]
-        floor = MIN_SD_LINEAR if col in LINEAR_METRICS else MIN_SD_LOG
-        if max(mus) - min(mus) < FLAT_SDS * floor:
-            spread = (f"{max(mus) - min(mus):.3g} pp" if col in LINEAR_METRICS
-                      else f"{math.exp(max(mus) - min(mus)) - 1:.1%}")
-            return f"{col}: predictions within {spread} of each other over every configuration"
-        if (why := fitted.collapsed(varying, names)) is not None:
-            return why
-    return None
 
 
 def _unanswerable(model: str, usable: Mapping[str, list[dict[str, Any]]],

@@ -1,0 +1,83 @@
+"""The search's space-filling design: which configuration to measure while the surrogate cannot be trusted yet.
+
+A level of a categorical axis (a precision, a backend, an option set) with nothing measured is covered first, so a
+corner such as fp16 is never left unmeasured because the seeds missed it; then, while the surrogate cannot tell the
+configurations apart (`distrust`), the open configuration farthest from every measured one (maximin in the
+encoder's features). decide.py asks; this module only answers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from edgebench.search.space import Encoder, SearchPoint
+from edgebench.search.surrogate import LINEAR_METRICS, MIN_SD_LINEAR, MIN_SD_LOG, Fitted
+
+FLAT_SDS = 2.0  # predictions within FLAT_SDS x the noise floor of each other over the whole space are "nearly equal"
+Normals = Mapping[str, Mapping[str, tuple[float, float]]]  # metric -> point key -> (mean, sd), modelled space
+
+
+def effective_features(points: Sequence[SearchPoint], encoder: Encoder) -> int:
+    """Numeric axes that vary, plus (levels - 1) of every categorical axis that varies: the fewest configurations
+    that can fix a model linear in the features."""
+    numeric = int(len({p.batch for p in points}) > 1) + int(len({p.instances for p in points}) > 1)
+    axes: dict[str, int] = {}
+    for name, _value in encoder.levels:
+        axes[name] = axes.get(name, 0) + 1
+    return numeric + sum(n - 1 for n in axes.values())
+
+
+def varying_features(points: Sequence[SearchPoint], encoder: Encoder) -> list[int]:
+    """Indices of the gp features (Encoder.row) that vary over the points."""
+    out = [i for i, vals in enumerate(({p.batch for p in points}, {p.instances for p in points})) if len(vals) > 1]
+    return out + [2 + j for j in range(len(encoder.levels))]
+
+
+def uncovered(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
+               fresh: Sequence[SearchPoint], encoder: Encoder) -> tuple[str, SearchPoint] | None:
+    """The first level of a categorical axis that varies with no configuration measured (any status) and one
+    still to measure, and its configuration farthest from every measured one; None when every level is covered."""
+    tried = [p for p in points if status[p.key]]
+    for name, value in encoder.levels:
+        if any(p.categories.get(name, "") == value for p in tried):
+            continue
+        mine = [p for p in fresh if p.categories.get(name, "") == value]
+        if mine:
+            return f"{name} {value or '(none)'}", farthest(mine, tried, encoder)
+    return None
+
+
+def farthest(candidates: Sequence[SearchPoint], tried: Sequence[SearchPoint], encoder: Encoder) -> SearchPoint:
+    """The candidate farthest (maximin, in the encoder's features) from every configuration tried; ties: the first
+    in the plan's order."""
+    rows = [encoder.row(t) for t in tried]
+
+    def gap(p: SearchPoint) -> float:
+        x = encoder.row(p)
+        return min((sum((a - b) ** 2 for a, b in zip(x, r)) for r in rows), default=0.0)
+
+    return max(candidates, key=lambda p: (gap(p), -candidates.index(p)))
+
+
+def distrust(fits: Mapping[str, Fitted], points: Sequence[SearchPoint], normals: Normals,
+              metrics: list[tuple[str, bool]], encoder: Encoder) -> str | None:
+    """Why the surrogate cannot tell this model's configurations apart on a metric the answer reads (not fitted
+    yet; predictions nearly equal over every configuration; its length scales collapsed or its noise taking most of
+    the variance: Fitted.collapsed); None when it can on every one."""
+    varying = varying_features(points, encoder)
+    names = ["log2 batch", "log2 instances", *[f"{n} {v}" for n, v in encoder.levels]]
+    for col, _higher in metrics:
+        fitted = fits.get(col)
+        if fitted is None:
+            return f"{col}: fewer than 2 values to fit"
+        mus = [normals[col][p.key][0] for p in points]
+        floor = MIN_SD_LINEAR if col in LINEAR_METRICS else MIN_SD_LOG
+        if max(mus) - min(mus) < FLAT_SDS * floor:
+            spread = (f"{max(mus) - min(mus):.3g} pp" if col in LINEAR_METRICS
+                      else f"{math.exp(max(mus) - min(mus)) - 1:.1%}")
+            return f"{col}: predictions within {spread} of each other over every configuration"
+        if (why := fitted.collapsed(varying, names)) is not None:
+            return why
+    return None
