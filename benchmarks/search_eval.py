@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import sys
@@ -177,6 +178,7 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
     measured: dict[str, dict[str, Any]] = {}
     reached_at: int | None = None
     steps = 0
+    phase_rows: dict[str, int] = defaultdict(int)  # rows measured by the picks of each phase
     t0 = time.monotonic()
     while True:
         d = decide(points, measured, goal, budget_left=budget - len(measured), seed=seed, surrogate=surrogate,
@@ -188,6 +190,7 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
             break
         for h in d.pick.hashes:
             measured[h] = grid[h]
+        phase_rows[d.pick.phase] += len(d.pick.hashes)
         steps += 1
     final = answer_keys(goal, d.answers)  # the last decision's: over the rows measured when it stopped
     tied = full.tied
@@ -212,7 +215,7 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
                 errors[col].append(abs(mean - true) / abs(true) * 100)
     gap = objective_gap(goal, final, truth, points, grid) if goal.mode == "best" else None
     floor = sum(len(p.hashes) for p in points if any(p.key in ks for ks in truth.values()))
-    return {"final": final, "rows": len(measured), "answer_rows": floor, "steps": steps, "same": final == truth, "same_within_noise": bool(within_noise),
+    return {"final": final, "rows": len(measured), "answer_rows": floor, "steps": steps, "phase_rows": dict(phase_rows), "same": final == truth, "same_within_noise": bool(within_noise),
             "gap_pct": gap,
             "answer_members_found": found, "reached_at": reached_at,
             "stop": d.stop, "error_pct": {c: statistics.median(v) for c, v in errors.items()},
@@ -323,6 +326,72 @@ def run_job(job: Job) -> dict[str, Any]:
             "answer": {m: [label[k] for k in ks] for m, ks in res.pop("final").items()}}
 
 
+def step_cost(surrogate: str, repeats_timed: int = 5) -> str:
+    """What one step of `bench --search` costs at a 500-row plan, apart from measuring: the driver's reads and writes
+    of its run folder (results.csv through the typed reader, predictions.csv written and read back, one line of
+    search.csv) and decide itself (the surrogates' fits), each the median of `repeats_timed` runs. The plan: 4
+    precisions x 7 batches x 3 instance counts x 2 option sets, 3 repeats (504 rows), every row measured (the
+    largest results.csv and predictions.csv a 500-row search reads), rows from a closed form with 3% noise."""
+    import csv
+    import tempfile
+
+    from edgebench.results.runs import load_run
+    from edgebench.results.store import ResultsStore
+    from edgebench.search.records import append_step, write_predictions
+
+    rng = random.Random(0)
+    speed = {"fp32": 1.0, "tf32": 1.6, "fp16": 2.6, "int8": 3.4}
+    points, rows = [], []
+    for precision, k in speed.items():
+        for batch in (1, 2, 4, 8, 16, 32, 64):
+            for instances in (1, 2, 4):
+                for options in ("", "graph_opt=all"):
+                    fields = {"model": "net", "backend": "ort", "precision": precision, "batch": batch,
+                              "instances": instances, "mode": "process", "placement": "+".join(["cpu"] * instances),
+                              "options": options or None}
+                    hashes = [f"{len(points):04d}r{j}" for j in range(3)]
+                    points.append(make_point(fields, hashes))
+                    for j, h in enumerate(hashes):
+                        lat = 2.0 * (1 + batch / 8) * (1 + 0.25 * (instances - 1)) / k * math.exp(rng.gauss(0, 0.03))
+                        power = 40.0 + 10 * k * instances ** 0.5
+                        tput = batch * instances * 1000.0 / lat
+                        rows.append({**fields, "config_hash": h, "repeat": j, "status": "ok",
+                                     "throughput_ips": tput, "latency_ms_p90": lat, "latency_ms_p99": lat * 1.2,
+                                     "power_w_mean": power, "energy_per_inference_mj": power / tput * 1000.0})
+    goal = Goal("best", "throughput", Limits(slo_ms=4.0, percentile="p90", power_cap_w=80.0))
+    point_of = {h: p.key for p in points for h in p.hashes}
+    labels = {p.key: (p.model, p.label) for p in points}
+    times: dict[str, list[float]] = defaultdict(list)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp)
+        store = ResultsStore(run_dir)
+        for r in rows:
+            store.append(r)
+        for _ in range(repeats_timed):
+            t = time.perf_counter()
+            measured = {str(r["config_hash"]): r for r in load_run(run_dir).rows}  # driver._measured
+            times["read results.csv (typed reader)"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            d = decide(points, measured, goal, budget_left=1, seed=0, surrogate=surrogate, point_of=point_of)
+            times[f"decide ({surrogate} fits, scores)"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            write_predictions(run_dir / "predictions.csv", d.predictions)
+            times["write predictions.csv"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            with (run_dir / "predictions.csv").open(newline="") as fh:
+                read_back = list(csv.DictReader(fh))
+            times["read predictions.csv"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            append_step(run_dir / "search.csv", 1, d, labels, len(measured), len(rows))
+            times["append a search.csv line"].append(time.perf_counter() - t)
+        assert len(read_back) == len(points) and len(measured) == len(rows)
+    io = sum(statistics.median(v) for k, v in times.items() if not k.startswith("decide"))
+    lines = [f"one search step at {len(rows)} rows ({len(points)} configurations), median of {repeats_timed}:"]
+    lines += [f"  {k}: {statistics.median(v) * 1000:.1f} ms" for k, v in times.items()]
+    lines.append(f"  reads and writes of the run folder together: {io * 1000:.1f} ms")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--grids", default=",".join(GRIDS), help="names of GRIDS, or NAME=PATH (any results.csv)")
@@ -344,7 +413,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="replays run in this many processes")
     ap.add_argument("--out", help="folder for eval.md / eval.json")
     ap.add_argument("--notes", help="a markdown file appended to eval.md (what changed, read by people)")
+    ap.add_argument("--step-cost", action="store_true",
+                    help="time one search step's reads and writes (and decide) at a 500-row plan, and exit")
+    ap.add_argument("--render", metavar="EVAL_JSON",
+                    help="write eval.md (to --out) from the records of an earlier run instead of replaying "
+                         "(the command line it prints is that run's: pass it as --command)")
+    ap.add_argument("--command", help="with --render: the command line that made the records")
     args = ap.parse_args(argv)
+    if args.render:
+        records = json.loads(Path(args.render).read_text())
+        write_out(records, args.out, args.notes, args.command or "")
+        return 0
+    if args.step_cost:
+        print(step_cost(args.surrogates.split(",")[0]))
+        return 0
     given = args.objective is not None or any(v is not None for v in (args.slo_ms, args.power_cap_w,
                                                                       args.max_accuracy_drop))
     jobs: list[Job] = []
@@ -372,6 +454,13 @@ def main(argv: list[str] | None = None) -> int:
                     jobs.append(Job(name, path, goal_set, goal_name, goal, surrogate, seed, args.explore_min_prob))
     records = []
     t0 = time.monotonic()
+    try:  # the surrogates' matrices are tiny: BLAS threads only fight over the cores (a replay runs ~2x slower)
+        import numpy  # noqa: F401 - loaded first: the limit reaches only the BLAS libraries already loaded
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        pass
     if args.jobs > 1:
         import multiprocessing
 
@@ -387,18 +476,25 @@ def main(argv: list[str] | None = None) -> int:
             records.append(rec)
             print(json.dumps({k: v for k, v in rec.items() if k not in ("truth", "limits")}, default=str), flush=True)
     wall = time.monotonic() - t0
-    text = "\n\n".join(part for part in (overview(records), summary([r for r in records if r["goal_set"] != "drawn"]),
-                                         drawn_summary(records)) if part)
-    print(text)
     print(f"{len(records)} replays in {wall:.0f} s ({args.jobs} process(es))")
+    command = " ".join(["PYTHONPATH=$PWD .venv/bin/python benchmarks/search_eval.py", *(argv or sys.argv[1:])])
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "eval.json").write_text(json.dumps(records, indent=1, default=str))
-        notes = Path(args.notes).read_text().strip() + "\n" if args.notes else ""
-        command = " ".join(["PYTHONPATH=$PWD .venv/bin/python benchmarks/search_eval.py", *(argv or sys.argv[1:])])
-        (out / "eval.md").write_text("\n\n".join([HEADER.format(command=command), text, notes]).rstrip() + "\n")
+    write_out(records, args.out, args.notes, command)
     return 0
+
+
+def write_out(records: list[dict[str, Any]], out: str | None, notes_path: str | None, command: str) -> None:
+    """The tables (printed; and eval.md in `out`, under the header and above the notes)."""
+    text = "\n\n".join(part for part in (overview(records), summary([r for r in records if r["goal_set"] != "drawn"]),
+                                         drawn_summary(records)) if part)
+    print(text)
+    if out:
+        notes = Path(notes_path).read_text().strip() + "\n" if notes_path else ""
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "eval.md").write_text("\n\n".join([HEADER.format(command=command), text, notes]).rstrip() + "\n")
 
 
 def correct(r: dict[str, Any]) -> bool:
