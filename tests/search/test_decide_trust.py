@@ -16,7 +16,8 @@ The stored-grid replays use the Gaussian process (the failures were its); each t
 
 from __future__ import annotations
 
-from collections import defaultdict
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +36,14 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
 def stored_grid(path: Path) -> tuple[list[SearchPoint], dict[str, dict[str, Any]]]:
-    """A measured grid as the search sees its plan (as benchmarks/search_eval.points_of): one point per
-    configuration, its rows in repeat order; every row by config hash."""
-    rows = list(load_source(path).rows)
-    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        groups[tuple(r.get(k) for k in IDENTITY)].append(r)
-    points = []
-    for members in groups.values():
-        members.sort(key=lambda r: r.get("repeat") or 0)
-        if all(r.get("status") == "skipped" for r in members):
-            continue
-        points.append(make_point(members[0], [str(r["config_hash"]) for r in members]))
-    return points, {str(r["config_hash"]): r for r in rows}
+    """A measured grid as the search sees its plan: benchmarks/search_eval.points_of itself (one point per
+    configuration, its rows in repeat order; every row by config hash), so the test replays what the evaluation does."""
+    spec = importlib.util.spec_from_file_location("_search_eval", RESULTS.parents[1] / "benchmarks" / "search_eval.py")
+    assert spec and spec.loader
+    module = sys.modules.setdefault("_search_eval", importlib.util.module_from_spec(spec))
+    if not hasattr(module, "points_of"):
+        spec.loader.exec_module(module)  # registered first: its dataclasses look their module up
+    return module.points_of(list(load_source(path).rows))
 
 
 def labels(points: list[SearchPoint], keys) -> list[str]:
