@@ -8,7 +8,9 @@ output; top-1 agreement (%) only where the output is a class-score vector ([N, C
 FP32 reference is ~0 (every |value| < NEAR_ZERO_REF: a detector on noise) are left out of the cosine; an output
 that is ~0 for every sample is flagged ("FP32 reference is ~0"), not scored. An output with one value per sample
 (a probability [N, 1]) gets no cosine either (a cosine of one number is only its sign: 1.0 for 0.3 vs 0.9, 0.0 for
-any value vs 0); its max abs error and relative error (max abs error / max |FP32|) are reported.
+any value vs 0); its max abs error and relative error (max abs error / max |FP32|) are reported. Nor does an output
+whose reference is dominated by near-zero values that the row cannot represent (a probability map on noise, int8:
+evaluation/near_zero.py states the rule); its max abs error and rel_err are reported, so a real loss still shows.
 `compare` (one output, top-1 always) is the one-output form kept for its callers.
 """
 
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from edgebench.evaluation.near_zero import NEAR_ZERO_REF, near_zero_dominated
 from edgebench.models.inputs import (
     batches_of,
     concat_outputs,
@@ -35,7 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.models.inputs import InputDesc
 
 ACCURACY_SEED_OFFSET = 1_000_003  # accuracy inputs never equal the timing inputs
-NEAR_ZERO_REF = 1e-6  # an FP32 reference sample whose largest |value| is below this has no direction to compare
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,11 @@ def compare_outputs(outputs: Mapping[str, np.ndarray], reference: Mapping[str, n
             out.append(OutputAgreement(name, None, err, None, int(flat.shape[0]),
                                        no_cosine=ONE_VALUE, rel_err=err / float(flat.max())))
             continue
+        if (why := near_zero_dominated(got[live], ref[live])) is not None:
+            err = float(np.max(np.abs(got[live].astype(np.float64) - ref[live].astype(np.float64))))
+            out.append(OutputAgreement(name, None, err, None, int(live.sum()), no_cosine=why,
+                                       rel_err=err / float(flat[live].max())))
+            continue
         a = compare(got[live], ref[live]) if ref.ndim else compare(got.reshape(1, 1), ref.reshape(1, 1))
         scores = is_class_scores(ref, num_classes) and ref.shape[1] not in per_element
         top1 = a.top1_agreement_pct if scores else None
@@ -213,4 +220,4 @@ def cosine_empty_reason(row: Mapping[str, Any]) -> str | None:
     if row.get("accuracy_cosine_min") is not None or row.get("accuracy_max_abs_err") is None:
         return None
     return (f"accuracy_cosine_min: no output compared with FP32 has a cosine ({row.get('accuracy_outputs') or '?'}: "
-            f"{ONE_VALUE} or a reference ~0; accuracy_max_abs_err and accuracy_per_output's rel_err say how close)")
+            f"{ONE_VALUE}, a reference ~0, or one dominated by near-zero values the row cannot represent; accuracy_max_abs_err and accuracy_per_output's rel_err say how close)")
