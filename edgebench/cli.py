@@ -267,7 +267,8 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
     sweep_estimate = None
     searching = profile.search.goal is not None
     if profile.run.slo_ms is None and not searching:  # a search measures as many rows as it needs: no estimate
-        sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes())
+        sweep_estimate = estimate(planned, profile, run_dir.parent, store.done_hashes(), models.artifacts.root,
+                                  {name: spec.onnx_path for name, spec in models.onnx_specs.items() if spec.onnx_path})
         print(fitted(f"edgebench: {describe_estimate(sweep_estimate)}"), flush=True)
     idle_w, idle_note = idle_baseline(profile)
     print(f"edgebench: {idle_note}", flush=True)
@@ -343,7 +344,7 @@ def _resume(args: argparse.Namespace, env: Any) -> int:
         print(describe(planned))
         print(f"resume: {sum(1 for p in planned if p.cfg.config_hash() in done)} of {len(planned)} "
               f"configurations already done; {todo} would be measured")
-        print(fitted(describe_estimate(estimate(planned, profile, run_dir.parent, done))))
+        print(fitted(describe_estimate(estimate(planned, profile, run_dir.parent, done, _cache(args).root))))
         if rejudged := sum(1 for r in ResultsStore(run_dir).records() if judged_by_retired_rule(r)):
             print(f"resume: {rejudged} of them {RETIRED_RULE_NOTE}")
         return 0
@@ -401,7 +402,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if (nothing := nothing_to_measure(planned)) is not None:
             print(f"edgebench: {nothing}", file=sys.stderr)
         else:
-            print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT))))
+            print(fitted(describe_estimate(estimate(planned, profile, args.out or DEFAULT_OUT, None,
+                                                    _cache(args).root))))
         return 0
     refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out or DEFAULT_OUT, new_run_id(profile.name), args)

@@ -51,6 +51,23 @@ def estimate_range(est: Any) -> str:
     return f"{duration_text(est.total_min_s)} to {duration_text(est.total_s)}"
 
 
+CALIBRATION_BASIS = {"cached": "its int8 file cached", "measured": "from an earlier build of it",
+                     "rule": "by the per-sample x activations rule",
+                     "default": "no file to size it: a mid-size CNN's"}
+
+
+def calibration_words(rows: list[Any]) -> str:
+    """', including int8 calibration + quantization about 40 s (resnet18: by the per-sample x model-size rule)' for
+    the rows whose set-up builds an int8 file (pipeline/calibration_estimate.py); '' when none does."""
+    builds = [r for r in rows if getattr(r, "calibration", None) is not None]
+    if not builds:
+        return ""
+    which = "; ".join(f"{r.cfg.model}: {CALIBRATION_BASIS.get(r.calibration.basis, r.calibration.basis)}"
+                      for r in builds[:3]) + ("; ..." if len(builds) > 3 else "")
+    return (f", including int8 calibration + quantization about "
+            f"{duration_text(sum(r.calibration.seconds for r in builds))} ({which})")
+
+
 def describe_estimate(est: Any) -> str:
     """The lines --dry-run and the start of bench print for a pipeline.estimate.SweepEstimate: the wall time, what
     it is made of, and the rows whose window cannot back a p99 within max_duration_s (and what would)."""
@@ -63,7 +80,8 @@ def describe_estimate(est: Any) -> str:
     warmups = sum(r.cfg.warmup_s for r in est.rows)
     lines = [f"estimate: {estimate_range(est)} for {n} row(s): windows {duration_text(windows)}"
              + (" at most" if len(known) < n else "") + f", warm-ups {duration_text(warmups)}, set-up about "
-             f"{duration_text(setup)}" + (f", idle baseline {duration_text(est.fixed_s)}" if est.fixed_s else "")]
+             f"{duration_text(setup)}" + calibration_words(est.rows)
+             + (f", idle baseline {duration_text(est.fixed_s)}" if est.fixed_s else "")]
     sources = sorted({r.speed_from for r in known})
     if known:
         lines.append(f"  speed known from earlier runs for {len(known)} of {n} row(s) "

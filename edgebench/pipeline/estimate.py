@@ -8,6 +8,9 @@ min_inferences, at most max_duration_s), so it is known when the model's speed i
 earlier row of the same model/backend/precision/batch/instances/options (the closest match wins). Without one the
 window lies between duration_s and max_duration_s and the estimate says so. A speed also says whether the window can
 back a p99 (662 inferences) within max_duration_s; a row that cannot is still valid, its p99 empty with the reason.
+The plan's first int8 row of a model with no earlier int8 row of that model/backend adds the calibration and
+quantization that builds its int8 file (pipeline/calibration_estimate.py: from the artifact cache's sidecars, else a
+stated rule); the estimate line says so.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
+from edgebench.pipeline.calibration_estimate import CalibrationBook, CalibrationEstimate
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.results.reader import read_table
 from edgebench.runner.metrics import MIN_INFERENCES_FOR, window_needed_s
@@ -37,6 +41,11 @@ class RowEstimate:
     window_min_s: float  # duration_s when the speed is unknown, else window_s
     inferences_per_s: float | None  # all instances together, from an earlier row; None: unknown
     speed_from: str = ""  # the run folder the speed comes from
+    calibration: CalibrationEstimate | None = None  # int8: building its file (calibration + quantization), in setup_s
+
+    @property
+    def calibration_s(self) -> float:
+        return self.calibration.seconds if self.calibration is not None else 0.0
 
     @property
     def total_s(self) -> float:
@@ -133,6 +142,10 @@ class SpeedBook:
                 return self.speed[key]
         return None, ""
 
+    def has_setup(self, cfg: RunConfig) -> bool:
+        """Whether an earlier row of cfg's model/backend/precision timed its set-up."""
+        return bool(self.setup.get((cfg.model, cfg.backend, cfg.precision)))
+
     def setup_s(self, cfg: RunConfig, first: bool) -> float:
         """The set-up of a row of cfg's model/backend/precision: the `first` of them in a plan pays what rows of
         that key share (export, precision variant, probe: the median of earlier set-ups), the later ones reuse
@@ -144,11 +157,15 @@ class SpeedBook:
 
 
 def estimate(planned: list[PlannedRun], profile: Profile, runs_dir: Path | str,
-             done: set[str] | None = None) -> SweepEstimate:
+             done: set[str] | None = None, cache_root: Path | str | None = None,
+             model_files: dict[str, str] | None = None) -> SweepEstimate:
     """The estimate of the rows of `planned` still to run (not skipped, not in `done`: config hashes a resumed run
-    has), from the earlier runs under `runs_dir`."""
+    has), from the earlier runs under `runs_dir` and the int8 builds in the artifact cache at `cache_root` (None:
+    none read); `model_files`: --onnx files by model name (their size)."""
     rows, n_runs = past_rows(Path(runs_dir))
     book = SpeedBook(rows)
+    calibrations = CalibrationBook(cache_root, model_files)
+    calibrated: set[str] = set()
     seen: set[tuple[str, str, str]] = set()
     out = SweepEstimate(fixed_s=float(profile.telemetry.idle_baseline_s or 0.0), runs_read=n_runs)
     for p in planned:
@@ -164,6 +181,13 @@ def estimate(planned: list[PlannedRun], profile: Profile, runs_dir: Path | str,
         else:
             window = window_min = window_needed_s(rate, cfg)
         key = (cfg.model, cfg.backend, cfg.precision)
-        out.rows.append(RowEstimate(cfg, book.setup_s(cfg, first=key not in seen), window, window_min, rate, source))
+        setup = book.setup_s(cfg, first=key not in seen)
+        calibration = None
+        if cfg.precision == "int8" and cfg.model not in calibrated and not book.has_setup(cfg):
+            calibration = calibrations.estimate(cfg.model, int(profile.calibration.samples))
+            setup += calibration.seconds
+        if cfg.precision == "int8":
+            calibrated.add(cfg.model)
+        out.rows.append(RowEstimate(cfg, setup, window, window_min, rate, source, calibration))
         seen.add(key)
     return out
