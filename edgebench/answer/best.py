@@ -37,6 +37,7 @@ from edgebench.answer.candidates import (
     load_sources,
     setups,
 )
+from edgebench.answer.int8_speed import slow_int8_notes
 from edgebench.answer.intervals import Interval, percent, rank_test_confidence
 from edgebench.results.runs import Run
 
@@ -288,6 +289,7 @@ def answer_from_runs(runs: list[Run], objective: str = "throughput", limits: Lim
             answer.answers.append(ModelAnswer(name, setup, len(mine), feasible, missed, verdict))
     if (coarse := accuracy_resolution_note(runs, limits)) is not None:
         answer.notes.append(coarse)
+    answer.notes += slow_int8_notes(runs)  # int8 slower than fp32: said, with the cause where one can be checked
     if model is not None and not any(r.get("model") == model for run in runs for r in run.rows):
         found = sorted({str(r.get("model")) for run in runs for r in run.rows})
         answer.notes.append(f"--model {model}: no row of that model (the runs have: {', '.join(found)})")

@@ -122,7 +122,22 @@ def _cpu(get: Callable[[str, Callable[[], Any]], Any]) -> dict[str, Any]:
         "usable_cores": get("cpu.usable_cores", lambda: len(os.sched_getaffinity(0))),
         "max_freq_mhz": get("cpu.max_freq_mhz", _max_freq_mhz),
         "governor": get("cpu.governor", _governor),
+        "int8_dot_flags": get("cpu.int8_dot_flags", _int8_dot_flags),
     }
+
+
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")  # int8 dot products in 32-bit sums
+
+
+def _int8_dot_flags() -> list[str]:
+    """The CPU's int8 dot-product instructions (x86 VNNI/AMX, Arm dot product / int8 matrix multiply) that
+    ONNX Runtime's int8 kernels use; [] when it has none (x86 without them: 16-bit pair sums, VPMADDUBSW)."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            have = set(value.split())
+            return [f for f in INT8_DOT_FLAGS if f in have]
+    raise LookupError("no flags line in /proc/cpuinfo")
 
 
 def _cpu_model() -> str:
