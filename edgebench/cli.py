@@ -52,12 +52,15 @@ from edgebench.commands.progress import (
 from edgebench.config.profile import list_profiles, load_profile
 from edgebench.config.shapes import parse_shapes
 from edgebench.device.system import collect_system_info
-from edgebench.errors import DiskFullError, EdgebenchError, ModelError
+from edgebench.errors import DiskFullError, EdgebenchError, InputError, ModelError
+from edgebench.interrupt_guard import interrupts_wait_for_imports
 from edgebench.models.artifacts import Artifacts
 from edgebench.models.export import export_onnx, load_external_onnx
 from edgebench.models.inputs import load_data, parse_values
 from edgebench.models.inputs import with_values as with_values_of
+from edgebench.models.missing_inputs import MissingInputs
 from edgebench.models.precision import onnx_spec, resolved_spec
+from edgebench.models.proposal import command_line
 from edgebench.models.spec import load_model_spec
 from edgebench.pipeline.estimate import estimate
 from edgebench.pipeline.idle import idle_baseline
@@ -170,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # a refusal proposes this command line, completed
     if args.command is None:
         parser.print_help()
         return 2
@@ -178,7 +182,8 @@ def _main(argv: list[str] | None) -> int:
         handler = {"bench": cmd_bench, "run": cmd_run, "export": cmd_export,
                    "doctor": cmd_doctor, "profiles": cmd_profiles, "report": cmd_report,
                    "remote": cmd_remote, "best": cmd_best}[args.command]
-        code = handler(args)  # `remote` answers its own Ctrl-C with EXIT_INTERRUPTED
+        with interrupts_wait_for_imports():  # a Ctrl-C inside a lazy framework import waits for it to end
+            code = handler(args)  # `remote` answers its own Ctrl-C with EXIT_INTERRUPTED
     except KeyboardInterrupt:
         run_dir = getattr(args, "run_dir", None)
         if run_dir is None:
@@ -467,9 +472,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         load_external_onnx(args.onnx, expected_shape=None, batch=None)
         label = Path(args.onnx).stem
         shapes = args.shapes or (profile.sweep.shapes or {}).get(label)
-        spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
-                         shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}",
-                         batch_axis=args.batch_axis, values=args.value)
+        try:
+            spec = onnx_spec(args.onnx, shapes=shapes, vocab=args.vocab, data=args.data,
+                             shapes_source="--shapes" if args.shapes else f"sweep.shapes.{label}",
+                             batch_axis=args.batch_axis, values=args.value)
+        except MissingInputs as exc:  # everything missing, then the whole command line that would run
+            raise InputError(exc.text(command_line(args.argv, exc.proposal)) if exc.proposal else str(exc)) from None
         fixed_batch_refusal(spec, batch, args.onnx)
         if args.data:  # read it now: a wrong file or array is an error before anything runs
 

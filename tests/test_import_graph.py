@@ -220,6 +220,7 @@ LOWEST = {"errors", "atomic_files", "placement", "edgebench"}  # `edgebench` = t
 ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "errors": set(),
     "atomic_files": set(),
+    "interrupt_guard": set(),  # the command's Ctrl-C that waits for a lazy import to end (cli installs it)
     "placement": set(),  # the placement grammar: config carries it, telemetry (below config) reads it too
     "edgebench": set(),
     "telemetry": LOWEST,
@@ -241,7 +242,7 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "commands": LOWEST | {"config", "models", "backends", "telemetry", "device", "evaluation",
                           "results"},  # results.reader: the console shows typed rows
     "remote": LOWEST | {"config", "models", "commands"},
-    "cli": LOWEST | {"commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
+    "cli": LOWEST | {"interrupt_guard", "commands", "config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                      "pipeline", "results", "answer", "report", "remote", "search"},
     "__main__": {"cli"},
 }
