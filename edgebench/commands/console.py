@@ -7,13 +7,13 @@ naming the dry-run plan and `edgebench best` use too); results.csv keeps the ful
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
 
 from edgebench.commands.table_fit import DROP_BEFORE_WRAP, TextColumn, render, terminal_width
 from edgebench.placement import compact_placement
 from edgebench.results.reader import typed_row
+from edgebench.results.sample_unit import rate_unit, sample_noun  # noqa: F401 - rate_unit: used via this module
 
 # (column, header, priority): priority 0 is never dropped; to fit a narrow terminal the highest goes first (a column
 # empty in every row before any other: commands/table_fit.py)
@@ -90,18 +90,6 @@ def progress_line(i: int, total: int, row: dict[str, Any], suffix: str = "", con
         print(text, flush=True)
 
 
-IMAGE_SHAPE = re.compile(r"^[^:;]+:float(?:16|32)\[\d+x[13]x\d+x\d+\]$")
-
-
-def rate_unit(row: dict[str, Any]) -> str:
-    """'img/s' when the row's one input is an image ([N, 1|3, H, W] float), else 'samples/s' (audio, text, state).
-    A row without input_shapes (older runs) keeps 'img/s'."""
-    shapes = str(row.get("input_shapes") or "")
-    if not shapes:
-        return "img/s"
-    return "img/s" if IMAGE_SHAPE.match(shapes) else "samples/s"
-
-
 def weights_short(weights: str | None) -> str:
     """The weights cell as the console names it: 'random init', 'IMAGENET1K_V2' (a torchvision enum member),
     'onnx weights', or a state_dict file's name."""
@@ -143,11 +131,11 @@ def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results", 
 
     It fits `width` (default: the terminal's when stdout is one; a pipe or a log gets every column): cells wrap at
     spaces, never inside a word, then low-priority columns are left out and a last line names them."""
-    unit = "img" if all(rate_unit(r) == "img/s" for r in rows) else "samples"
+    noun = sample_noun(rows)
     typed = [typed_row(r) for r in rows]
     columns = []
     for key, header, priority in SUMMARY_COLUMNS:
-        header = {"img/s": f"{unit}/s", "mJ/img": f"mJ/{unit[:-1] if unit == 'samples' else unit}"}.get(header, header)
+        header = {"img/s": "img/s" if noun == "img" else "samples/s", "mJ/img": f"mJ/{noun}"}.get(header, header)
         cells = [summary_cell(r, key) for r in typed]
         empty = bool(cells) and all(c == "-" for c in cells)
         columns.append(TextColumn(header, cells, EMPTY_EVERYWHERE if empty and priority else priority))

@@ -17,6 +17,7 @@ under the table so the columns stay narrow, in Markdown and CSV the reason is a 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from edgebench.answer.intervals import METHOD, Interval, median_ci
@@ -35,6 +36,7 @@ from edgebench.report.table_format import (  # noqa: F401 - PRECISION_ORDER, lat
     precision_rank,
 )
 from edgebench.results.runs import Run
+from edgebench.results.sample_unit import in_unit, sample_noun
 
 
 def _multi(runs: list[Run]) -> bool:
@@ -246,4 +248,7 @@ def all_tables(runs: list[Run]) -> list[Table]:
     matches, _unmatched = match_anchors(runs, load_anchors())
     if matches:  # only when a row's setup matches a published result (the summary says why not otherwise)
         tables.append(anchors_table(matches))
+    noun = sample_noun(r for run in runs for r in run.rows)  # img/s for images, samples/s otherwise
+    for t in tables:
+        t.columns = [replace(c, header=in_unit(c.header, noun)) for c in t.columns]
     return tables
