@@ -71,11 +71,13 @@ def cached_quantizations(cache_root: Path | str | None) -> list[QuantizeRecord]:
         data = _read_json(sidecar)
         if not data or data.get("quantize_s") is None:
             continue
-        calibration = data.get("calibration") if isinstance(data.get("calibration"), dict) else {}
+        calibration = data.get("calibration")
+        calibration = calibration if isinstance(calibration, dict) else {}
         samples = calibration.get("count") or calibration.get("samples")
         if not samples:
             continue
-        fp32 = data.get("source_fp32") if isinstance(data.get("source_fp32"), dict) else {}
+        fp32 = data.get("source_fp32")
+        fp32 = fp32 if isinstance(fp32, dict) else {}
         out.append(QuantizeRecord(str(data.get("model")), int(samples), float(data["quantize_s"]),
                                   _size_mb(fp32.get("path"))))
     return out
