@@ -173,3 +173,80 @@ def nothing_to_quantize(path: Path) -> Path:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
                               [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
     return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+SILERO_HIDDEN = 16  # silero's state is [2, batch, 128]; 16 keeps the file small
+
+
+def silero_like(path: Path) -> Path:
+    """The input signature of silero_vad.onnx (v5, from the silero-vad wheel): input [?, ?] float and state
+    [2, ?, 16] float with unnamed dims, sr [] int64. Equal(sr, Constant 16000) picks the branch, as the real file's
+    If does: the 16 kHz one reshapes the input to 32 frames of 16 samples (a 512-sample chunk), the other to 32
+    of 8 (256): any other chunk fails in ONNX Runtime (Reshape), as the real file's STFT padding does for one too
+    short. Outputs: output [?, 1] (a speech probability) and stateN [2, ?, 16]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def branch(name: str, width: int) -> object:
+        shape = numpy_helper.from_array(np.array([0, 32, width], np.int64), f"{name}_shape")
+        nodes = [helper.make_node("Reshape", ["input", f"{name}_shape"], [f"{name}_frames"]),
+                 helper.make_node("ReduceMean", [f"{name}_frames"], [f"{name}_mean"], axes=[1, 2], keepdims=0),
+                 helper.make_node("Unsqueeze", [f"{name}_mean", "one_axis"], [f"{name}_out"])]
+        out = helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, [None, 1])
+        return helper.make_graph(nodes, name, [], [out], [shape])
+
+    sr_16k = helper.make_tensor("sr_16k", TensorProto.INT64, [], [16000])
+    nodes = [helper.make_node("Constant", [], ["sr_const"], value=sr_16k),
+             helper.make_node("Equal", ["sr", "sr_const"], ["is_16k"]),
+             helper.make_node("If", ["is_16k"], ["logit"], then_branch=branch("khz16", 16),
+                              else_branch=branch("khz8", 8)),
+             helper.make_node("Sigmoid", ["logit"], ["output"]),
+             helper.make_node("Tanh", ["state"], ["stateN"])]
+    graph = helper.make_graph(nodes, "silero_like", [
+        helper.make_tensor_value_info("input", TensorProto.FLOAT, [None, None]),
+        helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, None, SILERO_HIDDEN]),
+        helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [None, 1]),
+         helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, None, SILERO_HIDDEN])],
+        [numpy_helper.from_array(np.array([1], np.int64), "one_axis")])
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _ocr_graph(name: str, height: int) -> object:
+    """input1 [1, 1, H, image_width] -> Conv 1->4 (3x3) -> Relu -> ReduceMean over the height -> Transpose ->
+    LSTM (hidden 8) over the width -> MatMul -> logits [image_width, 1, 5]: a text-line recogniser in miniature."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array((0.3 * rng.standard_normal((4, 1, 3, 3))).astype(np.float32), "conv_w"),
+             numpy_helper.from_array((0.3 * rng.standard_normal((1, 32, 4))).astype(np.float32), "lstm_w"),
+             numpy_helper.from_array((0.3 * rng.standard_normal((1, 32, 8))).astype(np.float32), "lstm_r"),
+             numpy_helper.from_array((0.3 * rng.standard_normal((8, 5))).astype(np.float32), "fc_w"),
+             numpy_helper.from_array(np.array([1], np.int64), "squeeze_axis")]
+    nodes = [helper.make_node("Conv", ["input1", "conv_w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("ReduceMean", ["r"], ["m"], axes=[2], keepdims=0),  # [1, 4, W]
+             helper.make_node("Transpose", ["m"], ["seq"], perm=[2, 0, 1]),  # [W, 1, 4]
+             helper.make_node("LSTM", ["seq", "lstm_w", "lstm_r"], ["y"], hidden_size=8),  # [W, 1, 1, 8]
+             helper.make_node("Squeeze", ["y", "squeeze_axis"], ["ys"]),  # [W, 1, 8]
+             helper.make_node("MatMul", ["ys", "fc_w"], ["logits"])]
+    return helper.make_graph(nodes, name, [
+        helper.make_tensor_value_info("input1", TensorProto.FLOAT, [1, 1, height, "image_width"])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["image_width", 1, 5])], inits)
+
+
+def ocr_line(path: Path) -> Path:
+    """The input signature of ddddocr's common.onnx: one image input1 [1, 1, 64, image_width] (a grey text line:
+    batch and height fixed, the width dynamic), a float graph."""
+    from onnx import helper
+
+    return _save(helper.make_model(_ocr_graph("ocr_line", 64), opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def ocr_line_quantized(path: Path) -> Path:
+    """ddddocr's common_old.onnx in miniature: ocr_line quantized by ONNX Runtime's quantize_dynamic, so it holds
+    DynamicQuantizeLinear, ConvInteger, DynamicQuantizeLSTM and MatMulInteger, the ops the real file has."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    float_file = ocr_line(path.with_name(path.stem + "_float.onnx"))
+    quantize_dynamic(str(float_file), str(path), weight_type=QuantType.QUInt8)
+    return path

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import InputError
+from edgebench.models.missing_inputs import Missing, MissingInputs, Sources, dims_text, looks_like_state
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -282,9 +283,10 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
     """Resolve every graph input to a per-sample shape, a dtype, a batch axis and a data role.
 
     Errors name the input (and the axis): an unknown name in `shapes`/`batch_axis`, a shape of the wrong rank,
-    a dim (the batch included) that contradicts a fixed one in the graph, a symbolic axis no shape gives, an
-    unsupported dtype, a token input with no vocabulary and no fixed value in `values` (unless `vocab_from_data`:
-    the caller takes it from real data), inputs that fix different batches on their batch axes."""
+    a dim (the batch included) that contradicts a fixed one in the graph, an unsupported dtype, inputs that fix
+    different batches on their batch axes. What is missing (symbolic axes no shape gives, a state's batch axis, a
+    token input with no vocabulary and no fixed value in `values` (unless `vocab_from_data`: the caller takes it
+    from real data)) is collected over every input and raised as one MissingInputs (models/missing_inputs.py)."""
     graph = list(graph)
     shapes = dict(shapes or {})
     vocab = dict(vocab or {})
@@ -304,6 +306,7 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
             raise InputError(f"{values_source}: {source} has no input named '{name}' (inputs: {', '.join(names)})")
     axes = batch_axes(graph, batch_axis, source, axes_source)
     descs: list[InputDesc] = []
+    missing: list[Missing] = []
     fixed: dict[str, int] = {}
     shapes_batches: set[int] = set()
     notes: list[str] = []
@@ -327,6 +330,7 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
         elif g.dims:
             notes.append(f"input '{g.name}' {_dims_text(g.dims)} has no batch axis: fed as is at every batch")
         sample: list[int] = []
+        unknown: list[int] = []
         for axis, dim in enumerate(g.dims):
             if axis == ax:
                 continue
@@ -337,27 +341,27 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
                                      f"the shape given says {want}")
                 sample.append(dim)
             elif want is None:
-                label = f" ('{dim}')" if isinstance(dim, str) and dim else ""
-                example = "x".join(str(d) if isinstance(d, int) and d > 0 else "N" for d in g.dims)
-                hint = ""
-                if g.name not in (batch_axis or {}) and (ax is None or ax not in g.dynamic_axes):
-                    # the batch went to a fixed axis (or none): this dynamic one is likely the batch (a state
-                    # [2, batch, 128]); --shapes would feed it as is at every batch, split from the other inputs
-                    say = (f"{axes_source} {g.name}:{axis}" if axes_source.startswith("--")
-                           else f"{axes_source}: {{{g.name}: {axis}}}")
-                    hint = (f"if it is the batch (a state {_dims_text(g.dims)}), say so with {say}; else ")
-                raise InputError(f"{source}: input '{g.name}' axis {axis}{label} is dynamic and no shape gives it; "
-                                 f"{hint}give it with --shapes {g.name}:{example} (or shapes: in the profile/model "
-                                 "spec)")
+                unknown.append(axis)
+                sample.append(1)  # a stand-in: the refusal below lists this axis
             else:
                 sample.append(want)
         shape = tuple(sample)
         role = role_for(g.name, g.dtype, shape if ax is not None else shape[1:])
         size = vocab.get(g.name, vocab.get("*")) if role == "tokens" else None
         value = value_for(g.name, g.dtype, values[g.name], values_source) if g.name in values else None
+        needs = ""
         if role == "tokens" and size is None and value is None and not vocab_from_data:
-            raise InputError(no_vocabulary(g, source))
+            needs = "value" if not g.dims else "vocab"
+        state_axis = None
+        if unknown and g.name not in (batch_axis or {}) and (ax is None or ax not in g.dynamic_axes):
+            # the batch went to a fixed axis (or none): a state's one dynamic axis is likely the batch ([2, batch,
+            # 128]); --shapes would feed it as is at every batch, split from the other inputs. An image's is not.
+            state_axis = looks_like_state(g.dims)
+        if unknown or needs:
+            missing.append(Missing(g, ax, tuple(unknown), state_axis, needs))
         descs.append(InputDesc(g.name, g.dtype, shape, role, size, g.dynamic_axes, ax, value))
+    if missing:
+        raise MissingInputs(source, missing, Sources(axes_source))
     if len(set(fixed.values())) > 1:
         raise InputError(f"{source}: inputs fix different batches on their batch axes: "
                          + ", ".join(f"'{n}' {b}" for n, b in fixed.items())
@@ -372,18 +376,6 @@ def resolve(graph: Iterable[GraphInput], *, shapes: Mapping[str, tuple[int, ...]
                      tuple(notes))
 
 
-def no_vocabulary(g: GraphInput, source: str) -> str:
-    """The one line for an integer input with neither a vocabulary nor a fixed value: a scalar (a sample rate, a
-    mode that selects a branch) is offered --value first, token ids --vocab first."""
-    if not g.dims:
-        return (f"{source}: input '{g.name}' is a scalar {g.dtype} (one number at every batch, e.g. a sample rate) "
-                f"and nothing says its value; give it with --value {g.name}:V (or values: in the model spec), or "
-                f"draw it at random from [0, N) with --vocab {g.name}:N")
-    return (f"{source}: input '{g.name}' is {g.dtype} token ids and no vocabulary size is known; "
-            f"give --vocab {g.name}:N (or vocab: in the model spec), real data with --data, or a constant with "
-            f"--value {g.name}:V")
-
-
 def random_scalars_note(inputs: Iterable[InputDesc]) -> str:
     """For a failed row: the scalar integer inputs drawn at random (--vocab, no --value), which may have taken a
     branch the model never takes in use; '' when there are none."""
@@ -393,10 +385,7 @@ def random_scalars_note(inputs: Iterable[InputDesc]) -> str:
                      f"sample rate), fix it with --value {d.name}:V" for d in drawn)
 
 
-def _dims_text(dims: tuple[int | str | None, ...]) -> str:
-    if not dims:
-        return "[] (a scalar)"
-    return "[" + ", ".join(str(d) if d is not None else "?" for d in dims) + "]"
+_dims_text = dims_text
 
 
 def graph_inputs(path: str | Path) -> list[GraphInput]:

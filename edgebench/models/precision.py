@@ -44,6 +44,7 @@ from edgebench.models.inputs import (
 )
 from edgebench.models.int8_graph import check_loads, custom_domain_nodes, opset_for_qdq, working_folder
 from edgebench.models.int8_host import int8_reduce_range
+from edgebench.models.missing_inputs import MissingInputs
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import ModelSpec
 
@@ -285,9 +286,15 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
     vocab_map = parse_vocab(vocab)
     axes = parse_batch_axes(batch_axis, axes_source)
     fixed = parse_values(values, values_source)
-    plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
-                   vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source, values=fixed,
-                   values_source=values_source)
+    try:
+        plan = resolve(info.inputs, shapes=shape_map, vocab=vocab_map, source=str(path), shapes_source=shapes_source,
+                       vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source, values=fixed,
+                       values_source=values_source)
+    except MissingInputs as exc:  # everything missing in one refusal, with the options that would run it
+        from edgebench.models.proposal import propose
+
+        raise propose(path, list(info.inputs), exc, shapes=shape_map, batch_axis=axes, values=fixed,
+                      vocab=vocab_map) from None
     inputs = plan.inputs
     if data and any(d.role == "tokens" and d.vocab is None and d.value is None for d in inputs):
         real = load_data(data, inputs)
