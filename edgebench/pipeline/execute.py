@@ -16,6 +16,8 @@ from edgebench.errors import exc_text
 from edgebench.evaluation.accuracy import accuracy_feeds, compare_outputs, row_fields
 from edgebench.models.inputs import random_scalars_note, sample_count
 from edgebench.models.int8_graph import nothing_quantized
+from edgebench.models.quantized_file import int8_refusal
+from edgebench.models.quantized_file import note as quantized_note
 from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
@@ -61,6 +63,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     with clock("export"):
         spec = facts.spec = models.spec(cfg.model)
         models.fp32(spec)  # the exported (or given) fp32 ONNX, cached by content hash
+        quantized = models.quantized_ops(spec)  # a file given already quantized: int8 cannot quantize it again
+    if cfg.precision == "int8" and (refusal := int8_refusal(quantized)) is not None:
+        facts.verdict.skip_reason = refusal
+        return facts
+    if note := quantized_note(quantized, cfg.precision):
+        facts.verdict.artifact_notes.append(note)
     with clock("precision"):
         artifact = facts.artifact = models.variant(spec, cfg.precision)
     if cfg.precision == "int8" and cfg.option("int8_calibration") != "entropy":  # (entropy: TensorRT calibrates)

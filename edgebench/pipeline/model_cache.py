@@ -13,6 +13,7 @@ from edgebench.models.export import export_onnx
 from edgebench.models.inputs import sample_count
 from edgebench.models.labelled import evaluation_set
 from edgebench.models.precision import precision_artifact, resolved_spec
+from edgebench.models.quantized_file import quantized_ops
 from edgebench.models.spec import ModelSpec, load_model_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +39,7 @@ class ModelCache:
     _fp32: dict[str, Any] = field(default_factory=dict)
     _variants: dict[tuple[str, str], ModelArtifact] = field(default_factory=dict)
     _refs: dict[tuple[str, int, int], Any] = field(default_factory=dict)
+    _quantized: dict[str, dict[str, int]] = field(default_factory=dict)
     _specs: dict[str, ModelSpec] = field(default_factory=dict)
     probes: dict[tuple, Any] = field(default_factory=dict)  # probe results by probe_key (pipeline/probe_step.py)
 
@@ -66,6 +68,12 @@ class ModelCache:
         if spec.name not in self._fp32:
             self._fp32[spec.name] = export_onnx(spec, self.artifacts)
         return self._fp32[spec.name]
+
+    def quantized_ops(self, spec: ModelSpec) -> dict[str, int]:
+        """The quantized ops of the model's fp32 file ({} for a float graph): a file given already quantized."""
+        if spec.name not in self._quantized:
+            self._quantized[spec.name] = quantized_ops(self.fp32(spec).path) if spec.source == "onnx" else {}
+        return self._quantized[spec.name]
 
     def variant(self, spec: ModelSpec, precision: str) -> ModelArtifact:
         key = (spec.name, precision)

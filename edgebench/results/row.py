@@ -15,9 +15,10 @@ The rules where more than one source could fill a column belong to the one step 
   slo          slo_ms is the SLO step's (the load step leaves the configured bound to it)
 
 status and reason are the outcome step's (outcome_fields), in one order: skipped by the plan | failed (the reason,
-then the GPU-sharing and probe notes) | the runner's judgment, then invalid for each telemetry fault, invalid when
-throttled, then notes: GPU sharing, the probe; then the SLO step's note (judged on the outcome so far:
-judged_outcome); then, unless failed, layer profile, accuracy vs FP32, accuracy vs labels.
+then the artifact, GPU-sharing and probe notes) | the runner's judgment, then invalid for each telemetry fault,
+invalid when throttled, then notes: the artifact (a file already quantized), GPU sharing, the probe; then the SLO
+step's note (judged on the outcome so far: judged_outcome); then, unless failed, layer profile, accuracy vs FP32,
+accuracy vs labels.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class Verdict:
     skip_reason: str | None = None  # the plan dropped the config
     failure: str | None = None  # nothing measured: an instance died, a bad input, an internal error
     judged: tuple[str, str] | None = None  # runner.metrics.judge: ("ok" | "invalid", reason)
+    artifact_notes: list[str] = field(default_factory=list)  # the file the row ran from (one already quantized)
     telemetry_faults: list[str] = field(default_factory=list)
     sharing_notes: list[str] = field(default_factory=list)  # runner.mps: the MPS daemon's notes
     probe_notes: str = ""  # pipeline.probe_step: where the probe (accuracy, kernel/layer profile) failed
@@ -151,7 +153,7 @@ def judged_outcome(verdict: Verdict, throttled: bool | None, throttle_reasons: s
             out.invalidate(fault)
         if throttled:
             out.invalidate(f"device throttled: {throttle_reasons}")
-    for note in (*verdict.sharing_notes, verdict.probe_notes):
+    for note in (*verdict.artifact_notes, *verdict.sharing_notes, verdict.probe_notes):
         out.note(note)
     return out
 

@@ -41,7 +41,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
              "vad": odd_models.scalar_sample_rate(out / "vad.onnx"),
              "two": odd_models.two_fixed_batches(out / "two.onnx"),
              "voice": odd_models.voice_activity(out / "voice_activity.onnx"),
-             "no_qdq": odd_models.nothing_to_quantize(out / "no_qdq.onnx")}
+             "no_qdq": odd_models.nothing_to_quantize(out / "no_qdq.onnx"),
+             "silero": odd_models.silero_like(out / "silero_like.onnx"),
+             "ocr_old": odd_models.ocr_line_quantized(out / "common_old.onnx")}
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -219,3 +221,54 @@ def test_int8_that_quantized_nothing_is_skipped_with_why(env, profile, files, tm
     cache = Path(env["EDGEBENCH_CACHE"])
     sidecars = [json.loads(p.read_text()) for p in cache.rglob("*.json") if "no_qdq" in p.read_text()]
     assert {"QuantizeLinear": 0, "DequantizeLinear": 0} in [s.get("qdq_nodes") for s in sidecars]
+
+
+# ------------------------------------------------------------------ issue 37: one refusal, a file already quantized
+
+def test_silero_signature_is_refused_once_with_a_command_line_that_runs(env, profile, files, tmp_path):
+    """input [?, ?], state [2, ?, 16], sr []: one refusal names all three, and the command line it ends with (the
+    user's own options kept) runs as it is: ok, the 16 kHz branch, the state's batch on axis 1."""
+    import shlex
+
+    done = run(env, "--onnx", str(files["silero"]), "--device", str(profile), "--out", str(tmp_path / "runs"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "3 inputs need more before it can run" in line
+    for words in ("input 'input' axis 1 is dynamic", "input 'state' axis 1", "input 'sr' is a scalar int64"):
+        assert words in line
+    head, _, command = line.partition("with these it ran (one inference on ONNX Runtime CPU): ")
+    argv = shlex.split(command)
+    assert argv[:2] == ["edgebench", "run"] and argv[-6:] == ["--shapes", "input:1x512", "--batch-axis", "state:1",
+                                                              "--value", "sr:16000"]
+    assert not (tmp_path / "runs").exists()
+    done = run(env, *argv[2:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = one_row(tmp_path / "runs")
+    assert row["status"] == "ok", row["reason"]
+    assert row["input_shapes"] == "input:float32[1x512];state:float32[2x1x16];sr:int64[]=16000"
+
+
+def test_an_ocr_line_is_offered_a_width_not_a_batch_axis(env, files, tmp_path):
+    done = run(env, "--onnx", str(files["ocr_old"]), "--out", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "state" not in line and "--batch-axis" not in line and "(an image, NCHW with 1 channel: its width)" in line
+    assert line.endswith(f"--onnx {files['ocr_old']} --out {tmp_path / 'runs'} --shapes input1:1x1x64x256")
+
+
+@precisions()
+def test_a_file_already_quantized_runs_as_given_in_fp32_and_int8_says_why_not(env, profile, files, tmp_path,
+                                                                              precision):
+    done = run(env, "--onnx", str(files["ocr_old"]), "--shapes", "input1:1x1x64x32", "--precision", precision,
+               "--device", str(profile), "--out", str(tmp_path))
+    assert "Traceback" not in done.stderr
+    row = one_row(tmp_path)
+    ops = "2 DynamicQuantizeLinear, 1 ConvInteger, 1 DynamicQuantizeLSTM, 1 MatMulInteger"
+    if precision == "fp32":
+        assert done.returncode == 0 and row["status"] == "ok", row["reason"]
+        assert f"the file is already quantized ({ops}): fp32 here means the file as given" in row["reason"]
+        assert "fp32 here means the file as given" in done.stdout  # the console's row line
+    else:
+        assert row["status"] == "skipped" and row["throughput_ips"] == ""
+        assert row["reason"].startswith(f"the file is already quantized ({ops}): edgebench's int8 calibrates")
+        assert not list((Path(env["EDGEBENCH_CACHE"])).rglob("common_old.int8.onnx"))  # never quantized twice
