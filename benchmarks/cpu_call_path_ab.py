@@ -34,6 +34,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from edgebench.backends.base import Placement, Prepared  # noqa: E402
 from edgebench.backends.ort import OrtSession  # noqa: E402
 from edgebench.models.inputs import InputDesc, make_input  # noqa: E402
 from edgebench.runner import worker  # noqa: E402
+from edgebench.runner.stamps import FileStamps, StampSink, chunk_capacity, whole_column  # noqa: E402
 
 
 def _flag_setter(raw, conn) -> None:  # type: ignore[no-untyped-def]
@@ -117,7 +119,7 @@ def main() -> int:
     parent, child = ctx.Pipe()
     setter = ctx.Process(target=_flag_setter, args=(raw, child), daemon=True)
     setter.start()
-    buffers = worker.allocate_timestamps(worker.initial_capacity(40_000, args.slice_s))
+    stamp_dir = tempfile.mkdtemp(prefix="cpu-call-path-")
 
     def in_bare_loop(step):  # type: ignore[no-untyped-def]
         def run(duration_s: float) -> tuple[int, float]:
@@ -138,9 +140,13 @@ def main() -> int:
         def run(duration_s: float) -> tuple[int, float]:
             raw[0] = 0
             parent.send(duration_s)
-            if loop is None:
-                starts, ends = worker.measure(step, stop, counts, 0, 0, os.getppid(), buffers)
-                got = len(starts), (int(ends[-1]) - int(starts[0])) / 1e9
+            if loop is None:  # a fresh sink per slice (allocated and touched before the slice starts)
+                sink = StampSink(os.path.join(stamp_dir, "slice"), 2, chunk_capacity(40_000, args.slice_s))
+                n = worker.measure(step, stop, counts, 0, sink, os.getppid())
+                sink.close()
+                starts = whole_column(FileStamps(sink.prefix, n), "start_ns")
+                ends = whole_column(FileStamps(sink.prefix, n), "end_ns")
+                got = n, (int(ends[-1]) - int(starts[0])) / 1e9
             else:
                 got = loop(step, stop, counts, 0, os.getppid())
             parent.recv()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import gzip
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,36 +76,82 @@ def latency_path(row_dir: Path) -> Path | None:
 
 
 def write_latencies(path: Path, instances: Sequence[Any]) -> None:
-    """latencies.npz at `path` from the runner's instance results (attributes instance, placement, start_ns,
-    end_ns, issued_ns), read by attribute: results/ imports no runner. Written as a whole where `path` says (the
-    caller renames a temp file)."""
+    """latencies.npz at `path` from the runner's instance results (attributes instance, placement, and either
+    `stamps`, runner/stamps.py's chunked timestamps, or start_ns / end_ns / issued_ns arrays), read by attribute:
+    results/ imports no runner. Written as a whole where `path` says (the caller renames a temp file).
+
+    Each column is written a chunk at a time behind its .npy header (issue 37): the bytes are those np.savez's
+    layout gives the whole arrays, and no column is ever held in memory whole."""
     import numpy as np
 
-    counts = [len(inst.start_ns) for inst in instances]
+    counts = [inference_count(inst) for inst in instances]
     numbers = np.asarray([inst.instance for inst in instances], dtype=np.int32)
-    columns: dict[str, np.ndarray] = {
-        "instance": np.repeat(numbers, np.asarray(counts, dtype=np.int64)),
-        "start_ns": _joined([inst.start_ns for inst in instances]),
-        "end_ns": _joined([inst.end_ns for inst in instances]),
+    total = sum(counts)
+
+    def instance_column() -> Iterator[np.ndarray]:
+        for number, n in zip(numbers.tolist(), counts, strict=True):
+            for a in range(0, n, WRITE_CHUNK):
+                yield np.full(min(WRITE_CHUNK, n - a), number, dtype=np.int32)
+
+    def column(name: str) -> Callable[[], Iterator[np.ndarray]]:
+        def chunks() -> Iterator[np.ndarray]:
+            for inst, n in zip(instances, counts, strict=True):
+                if name == "issued_ns" and not _has_issued(inst):  # -1: its instance recorded none
+                    for a in range(0, n, WRITE_CHUNK):
+                        yield np.full(min(WRITE_CHUNK, n - a), -1, dtype=np.int64)
+                else:
+                    yield from _column_chunks(inst, name)
+        return chunks
+
+    streamed: dict[str, tuple[np.dtype, Callable[[], Iterator[np.ndarray]]]] = {
+        "instance": (np.dtype(np.int32), instance_column),
+        "start_ns": (np.dtype(np.int64), column("start_ns")),
+        "end_ns": (np.dtype(np.int64), column("end_ns")),
     }
-    if any(inst.issued_ns is not None for inst in instances):  # fixed-rate rows: start_ns is the scheduled arrival
-        columns["issued_ns"] = _joined([inst.issued_ns if inst.issued_ns is not None
-                                        else np.full(n, -1, dtype=np.int64) for inst, n in zip(instances, counts,
-                                                                                              strict=True)])
-    columns["instances"] = numbers
-    columns["placements"] = np.asarray([str(inst.placement) for inst in instances], dtype=np.str_)
+    if any(_has_issued(inst) for inst in instances):  # fixed-rate rows: start_ns is the scheduled arrival
+        streamed["issued_ns"] = (np.dtype(np.int64), column("issued_ns"))
+    small = {"instances": numbers, "placements": np.asarray([str(inst.placement) for inst in instances], dtype=np.str_)}
     # np.savez's layout (one NAME.npy entry per array), deflated at a chosen level: np.savez_compressed has none
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=LATENCY_DEFLATE_LEVEL,
                          allowZip64=True) as zf:
-        for name, array in columns.items():
+        for name, (dtype, chunks) in streamed.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (total,)}
+                np.lib.format.write_array_header_1_0(fh, header)
+                written = 0
+                for chunk in chunks():
+                    fh.write(np.ascontiguousarray(chunk, dtype=dtype).tobytes())
+                    written += len(chunk)
+                if written != total:
+                    raise ValueError(f"latencies.npz {name}: {written} entries written, {total} counted")
+        for name, array in small.items():
             with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
                 np.lib.format.write_array(fh, array, allow_pickle=False)
 
 
-def _joined(arrays: list[Any]) -> np.ndarray:
-    import numpy as np
+WRITE_CHUNK = 1 << 20  # entries of a column written at a time
 
-    return np.concatenate([np.asarray(a, dtype=np.int64) for a in arrays]) if arrays else np.empty(0, np.int64)
+
+def inference_count(inst: Any) -> int:
+    """An instance result's inferences (its stamps' count, or the length of its start_ns)."""
+    stamps = getattr(inst, "stamps", None)
+    return int(stamps.count) if stamps is not None else len(inst.start_ns)
+
+
+def _has_issued(inst: Any) -> bool:
+    stamps = getattr(inst, "stamps", None)
+    return bool(stamps.open_loop) if stamps is not None else getattr(inst, "issued_ns", None) is not None
+
+
+def _column_chunks(inst: Any, name: str) -> Iterator[np.ndarray]:
+    stamps = getattr(inst, "stamps", None)
+    if stamps is not None:
+        for chunk in stamps.chunks():
+            yield getattr(chunk, name)
+        return
+    array = getattr(inst, name)
+    for a in range(0, len(array), WRITE_CHUNK):
+        yield array[a:a + WRITE_CHUNK]
 
 
 def read_latencies(path: Path) -> RowLatencies:

@@ -12,7 +12,7 @@ from typing import Any
 
 from edgebench.atomic_files import write_json_atomic
 from edgebench.config.run_config import RunConfig
-from edgebench.results.latency_file import LATENCY_FILE, write_latencies
+from edgebench.results.latency_file import LATENCY_FILE, inference_count, write_latencies
 
 
 @contextlib.contextmanager
@@ -69,7 +69,7 @@ def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, i
             "seconds": round(outcome.probe.seconds, 6), "notes": outcome.probe.notes,
             "kernels_note": outcome.probe.kernels_note},
         "instances": [{"instance": i.instance, "placement": i.placement, "pid": i.pid,
-                       "inferences": int(len(i.start_ns)), "error": i.error} for i in outcome.instances],
+                       "inferences": inference_count(i), "error": i.error} for i in outcome.instances],
         "telemetry": [{"source": t.source, "interval_s": t.interval_s, "notes": t.notes,
                        "channels": {n: c.unit for n, c in t.channels.items()}} for t in outcome.timelines],
         "artifact": {"path": artifact.onnx_path, "sha256": artifact.sha256, "sidecar": artifact.sidecar},

@@ -45,9 +45,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from edgebench.runner.exact_rank import GroupBounds, median_ranks, numpy_median, order_statistics
+from edgebench.runner.window_stamps import inside_chunks, stamps_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -106,12 +109,6 @@ class Window(Protocol):
     inferences: int
 
 
-class FixedRateStamps(Protocol):
-    start_ns: np.ndarray  # a fixed-rate stream's scheduled arrivals
-    end_ns: np.ndarray
-    issued_ns: np.ndarray | None
-
-
 def trend_interval(arrival_ns: Any, end_ns: Any, stream: Any = None,
                    confidence: float = TREND_CONFIDENCE) -> tuple[float, float, float] | None:
     """(slope, lo, hi) of latency against arrival time in ms per s (latency_trend's), or None when the
@@ -160,6 +157,10 @@ def latency_trend(arrival_ns: Any, end_ns: Any, stream: Any = None, *, bins: int
     return LatencyTrend(slope_ms_per_s=slope, lo_ms_per_s=slope - half_width, hi_ms_per_s=slope + half_width,
                         span_s=(t1 - t0) / 1e9, bins=len(kept), inferences=n,
                         p50_ms=float(np.median(latency_ms)), confidence=confidence)
+
+
+def _ms(found: dict[tuple[int, int], int], group: int, rank: int) -> float:
+    return found[(group, rank)] / 1e6
 
 
 def lag_bins(bins: int) -> int:
@@ -214,32 +215,78 @@ def served_until_ns(arrival_ns: Any, stream: Any) -> int:
     return int(last.min())
 
 
-def window_stamps(instances: Sequence[FixedRateStamps],
-                  window: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(arrival_ns, end_ns, stream) of every fixed-rate inference inside the row's window (start >= window start
-    and end <= window end, as runner.metrics counts them), pooled over the streams; `stream` is the index of each
-    one's instance in `instances`."""
+def window_trend(instances: Sequence[Any], window: Window, *, bins: int = TREND_BINS,
+                 confidence: float = TREND_CONFIDENCE) -> LatencyTrend | None:
+    """The latency trend of a fixed-rate row's window (None for a closed loop, or too few inferences): latency_trend
+    of every fixed-rate inference inside the window (start >= window start and end <= window end, as runner.metrics
+    counts them), the streams pooled and cut at the earliest of their last arrivals.
+
+    Computed in passes over the timestamps a chunk at a time (issue 37), never all of them in memory: each stream's
+    last arrival; the count and span of arrivals; each bin's count and exact integer sum of arrival offsets; the
+    medians (per bin and overall) as exact order statistics (runner.exact_rank). It equals latency_trend on the
+    pooled arrays up to the rounding of the bins' mean arrival times (tests/runner/test_chunked_summary.py)."""
     import numpy as np
 
-    arrivals, ends, streams = [], [], []
-    for i, r in enumerate(instances):
-        if r.issued_ns is None or len(r.start_ns) == 0:
-            continue
-        start = np.asarray(r.start_ns, dtype=np.int64)
-        end = np.asarray(r.end_ns, dtype=np.int64)
-        inside = (start >= window.window_start_ns) & (end <= window.window_end_ns)
-        arrivals.append(start[inside])
-        ends.append(end[inside])
-        streams.append(np.full(int(inside.sum()), i, dtype=np.int64))
-    if not arrivals:
-        return (np.empty(0, dtype=np.int64),) * 3
-    return np.concatenate(arrivals), np.concatenate(ends), np.concatenate(streams)
+    w0, w1 = window.window_start_ns, window.window_end_ns
+    streams = [s for s in (stamps_of(r) for r in instances) if s.open_loop and s.count]
+    lasts = []
+    for src in streams:
+        last = [int(c.start_ns.max()) for c in inside_chunks(src, w0, w1) if len(c)]
+        if last:
+            lasts.append(max(last))
+    if not lasts:
+        return None
+    until = min(lasts)  # served_until_ns: up to it every stream's arrivals are all there
 
+    def kept() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for src in streams:
+            for c in inside_chunks(src, w0, w1):
+                keep = c.start_ns <= until
+                yield c.start_ns[keep], c.end_ns[keep]
 
-def window_trend(instances: Sequence[FixedRateStamps], window: Window) -> LatencyTrend | None:
-    """The latency trend of a fixed-rate row's window (None for a closed loop, or too few inferences)."""
-    arrival, end, stream = window_stamps(instances, window)
-    return latency_trend(arrival, end, stream) if len(arrival) else None
+    n, t0, t1, lat_lo, lat_hi = 0, None, None, None, None
+    for arrival, end in kept():
+        if len(arrival):
+            n += len(arrival)
+            lat = end - arrival
+            t0 = int(arrival.min()) if t0 is None else min(t0, int(arrival.min()))
+            t1 = int(arrival.max()) if t1 is None else max(t1, int(arrival.max()))
+            lat_lo = int(lat.min()) if lat_lo is None else min(lat_lo, int(lat.min()))
+            lat_hi = int(lat.max()) if lat_hi is None else max(lat_hi, int(lat.max()))
+    k = min(bins, n // MIN_PER_BIN)
+    if k < MIN_BINS or t0 is None or t1 is None or lat_lo is None or lat_hi is None or t1 <= t0:
+        return None
+    first, span = t0, t1 - t0
+
+    def binned() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for arrival, end in kept():
+            yield end - arrival, np.minimum(((arrival - first) * k) // span, k - 1)  # exact in int64: bin of each
+
+    counts = np.zeros(k, dtype=np.int64)
+    offset_sums = [0] * k  # exact integer ns, per bin
+    for arrival, _end in kept():
+        where = np.minimum(((arrival - first) * k) // span, k - 1)
+        counts += np.bincount(where, minlength=k)
+        order = np.argsort(where, kind="stable")
+        sorted_where = where[order]
+        if len(where):
+            starts = np.flatnonzero(np.r_[True, sorted_where[1:] != sorted_where[:-1]])
+            sums = np.add.reduceat((arrival - first)[order], starts)
+            for b, total in zip(sorted_where[starts].tolist(), sums.tolist(), strict=True):
+                offset_sums[b] += total
+    kept_bins = np.flatnonzero(counts)
+    if len(kept_bins) < MIN_BINS:
+        return None
+    bounds = {int(b): GroupBounds(int(counts[b]), lat_lo, lat_hi) for b in kept_bins}
+    in_bins = order_statistics(binned, {b: median_ranks(g.count) for b, g in bounds.items()}, bounds)
+    overall = order_statistics(lambda: ((lat, None) for lat, _ in binned()), {0: median_ranks(n)},
+                               {0: GroupBounds(n, lat_lo, lat_hi)})
+    y = np.array([numpy_median(bounds[int(b)].count, functools.partial(_ms, in_bins, int(b))) for b in kept_bins])
+    x = np.array([offset_sums[int(b)] / int(counts[b]) / 1e9 for b in kept_bins])
+    slope, half_width = _slope_and_half_width(x, y, confidence)
+    return LatencyTrend(slope_ms_per_s=slope, lo_ms_per_s=slope - half_width, hi_ms_per_s=slope + half_width,
+                        span_s=span / 1e9, bins=len(kept_bins), inferences=n,
+                        p50_ms=numpy_median(n, lambda r: overall[(0, r)] / 1e6), confidence=confidence)
 
 
 def backlog_timeline(arrival_ns: Any, end_ns: Any, stream: Any = None,

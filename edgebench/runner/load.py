@@ -19,12 +19,15 @@ between, the window cannot tell: the probe is `unmeasured` and `horizon_window_s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from edgebench.runner.arrivals import SEEDED, arrival_seed_of
 from edgebench.runner.backlog import window_trend
+from edgebench.runner.exact_rank import chunked_percentiles
 from edgebench.runner.metrics import MIN_INFERENCES_FOR
+from edgebench.runner.stamps import StampChunk
+from edgebench.runner.window_stamps import inside_chunks, stamps_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.config.run_config import RunConfig
@@ -120,11 +123,9 @@ def slo_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Sum
     if trend is None:
         trend = window_trend(instances, summary) if instances else None
     over = 0
-    for r in instances:
-        if len(r.start_ns) == 0:
-            continue
-        inside = (r.start_ns >= summary.window_start_ns) & (r.end_ns <= summary.window_end_ns)
-        over += int(np.count_nonzero((r.end_ns[inside] - r.start_ns[inside]) > cfg.slo_ms * 1e6))
+    for src in (stamps_of(r) for r in instances):
+        for c in inside_chunks(src, summary.window_start_ns, summary.window_end_ns):
+            over += int(np.count_nonzero((c.end_ns - c.start_ns) > cfg.slo_ms * 1e6))
     horizon = cfg.slo_horizon_s
     verdict, why = slo_verdict(summary.latency_ms.get("p99"), cfg.slo_ms, status, summary.inferences, over, reason,
                                trend=trend, horizon_s=horizon)
@@ -171,8 +172,6 @@ def arrival_fields(cfg: RunConfig) -> dict[str, Any]:
 
 def load_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Summary) -> dict[str, Any]:
     """Row fields of a fixed-rate / slo-search row (empty dict for closed-loop rows)."""
-    import numpy as np
-
     if cfg.rate_hz is None:
         return {}
     offered = cfg.rate_hz * cfg.instances
@@ -181,17 +180,17 @@ def load_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Su
         "offered_rate_hz": offered,
         "achieved_rate_hz": summary.inferences / summary.window_s if summary.window_s > 0 else None,
     }
-    queue, service = [], []
-    for r in instances:
-        if r.issued_ns is None or len(r.start_ns) == 0:
-            continue
-        inside = (r.start_ns >= summary.window_start_ns) & (r.end_ns <= summary.window_end_ns)
-        queue.append((r.issued_ns[inside] - r.start_ns[inside]) / 1e6)
-        service.append((r.end_ns[inside] - r.issued_ns[inside]) / 1e6)
-    if queue and sum(len(q) for q in queue):
-        q, sv = np.concatenate(queue), np.concatenate(service)
-        fields["queue_ms_p99"] = float(np.percentile(q, 99))
-        fields["service_ms_p50"] = float(np.percentile(sv, 50))
+    streams = [s for s in (stamps_of(r) for r in instances) if s.open_loop and s.count]
+    w0, w1 = summary.window_start_ns, summary.window_end_ns
+
+    def inside() -> Iterator[StampChunk]:
+        return (c for src in streams for c in inside_chunks(src, w0, w1) if c.issued_ns is not None)
+
+    queue = chunked_percentiles(lambda: (c.issued_ns - c.start_ns for c in inside()), (99,), 1e6)  # type: ignore[operator]
+    service = chunked_percentiles(lambda: (c.end_ns - c.issued_ns for c in inside()), (50,), 1e6)  # type: ignore[operator]
+    if queue is not None and service is not None:  # exact, as np.percentile over every inference (runner.exact_rank)
+        fields["queue_ms_p99"] = queue[99]
+        fields["service_ms_p50"] = service[50]
     if cfg.slo_ms is not None:
         fields["slo_ms"] = cfg.slo_ms
     return fields

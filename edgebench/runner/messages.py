@@ -67,7 +67,7 @@ class Ready:
 class Done:
     instance: int
     inferences: int
-    path: str  # .npy of [2, n] (start_ns, end_ns), or [3, n] (arrival_ns, end_ns, issued_ns) for a fixed-rate stream
+    path: str  # the prefix of its timestamp files (runner/stamps.py): start, end, and issued for a fixed-rate stream
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,16 @@ window mean than run.stability_tolerance_pct AND further than the row's own per-
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from edgebench.runner.backlog import growth_reason
+from edgebench.runner.exact_rank import GroupBounds, numpy_percentile, order_statistics, percentile_ranks
+from edgebench.runner.stamps import Stamps
+from edgebench.runner.window_stamps import inside_chunks, overlap_window, stamps_of
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -86,7 +90,7 @@ def _empty(n_instances: int) -> Summary:
     return Summary(0, 0, 0.0, 0, 0, 0.0, [0.0] * n_instances, latency, [], 0.0)
 
 
-def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> Summary:
+def summarize(instances: Sequence[Any], batch: int, sub_windows: int) -> Summary:
     """Throughput, latency and stability over the instances' overlap window.
 
     Sub-window throughput attributes each inference to the sub-windows it overlaps in proportion
@@ -97,48 +101,64 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
     smeared over [arrival, end] (under overload every arrival is early and every end late, which made a
     steadily working device look unstable).
     An instance without inferences leaves no overlap: the summary is empty (window_s 0).
+
+    `instances`: runner InstanceResults, or anything runner.window_stamps.stamps_of reads (arrays included). Every
+    value comes from passes over their timestamps a chunk at a time (issue 37): counts, minimum and maximum are exact;
+    the percentiles are exact order statistics (runner.exact_rank) interpolated as np.percentile does; the mean is
+    the exact integer sum of nanoseconds over the count; sub-window counts and the jitter's sums are float sums taken
+    chunk by chunk, equal to a whole-array computation up to rounding (tests/runner/test_chunked_summary.py: 1e-9).
     """
     import numpy as np
 
-    if not instances or any(len(r.start_ns) == 0 for r in instances):
-        return _empty(len(instances))
-    w0 = int(max(int(np.min(r.start_ns)) for r in instances))
-    w1 = int(min(int(np.max(r.end_ns)) for r in instances))
+    sources = [stamps_of(r) for r in instances]
+    if not sources or any(s.count == 0 for s in sources):
+        return _empty(len(sources))
+    w0, w1 = overlap_window(sources)
     if w1 <= w0:
-        return _empty(len(instances))
+        return _empty(len(sources))
     window_s = (w1 - w0) / 1e9
-    open_loop = all(getattr(r, "issued_ns", None) is not None for r in instances)
-    starts, ends, busy_from, per_instance = [], [], [], []
-    for r in instances:
-        s = np.asarray(r.start_ns, dtype=np.int64)
-        e = np.asarray(r.end_ns, dtype=np.int64)
-        inside = (s >= w0) & (e <= w1)
-        starts.append(s[inside])
-        ends.append(e[inside])
-        issued = getattr(r, "issued_ns", None) if open_loop else None  # open loop: every instance has them
-        busy_from.append(np.asarray(issued, dtype=np.int64)[inside] if issued is not None else s[inside])
-        per_instance.append(int(inside.sum()) * batch / window_s)
-    s_all = np.concatenate(starts)
-    e_all = np.concatenate(ends)
-    b_all = np.concatenate(busy_from)
-    count = int(len(s_all))
-    latency: dict[str, float | None] = {k: None for k in ("mean", *MIN_INFERENCES_FOR, "max", "min")}
-    if count:
-        lat_ms = (e_all - s_all) / 1e6
-        latency["mean"] = float(lat_ms.mean())
-        values = np.percentile(lat_ms, PERCENTILES)
-        for p, v in zip(PERCENTILES, values, strict=True):
-            key = f"p{p}"
-            latency[key] = float(v) if count >= MIN_INFERENCES_FOR[key] else None
-        latency["max"] = float(lat_ms.max())
-        latency["min"] = float(lat_ms.min())
-
+    open_loop = all(s.open_loop for s in sources)
     edges = np.linspace(w0, w1 + 1, sub_windows + 1)
-    sub_ips = [n * batch / ((b - a) / 1e9)
-               for n, a, b in zip(_subwindow_inferences(b_all, e_all, edges), edges[:-1], edges[1:], strict=True)]
+    sub_counts = np.zeros(sub_windows, dtype=np.float64)
+    counts: list[int] = []
+    lat_sum, lat_lo, lat_hi = 0, None, None
+    for src in sources:
+        n_i = 0
+        for c in inside_chunks(src, w0, w1):
+            if not len(c):
+                continue
+            n_i += len(c)
+            lat = c.end_ns - c.start_ns
+            lat_sum += int(lat.sum())
+            lo, hi = int(lat.min()), int(lat.max())
+            lat_lo = lo if lat_lo is None else min(lat_lo, lo)
+            lat_hi = hi if lat_hi is None else max(lat_hi, hi)
+            busy = c.issued_ns if open_loop and c.issued_ns is not None else c.start_ns
+            sub_counts += np.asarray(_subwindow_inferences(busy, c.end_ns, edges))
+        counts.append(n_i)
+    count = sum(counts)
+    latency: dict[str, float | None] = {k: None for k in ("mean", *MIN_INFERENCES_FOR, "max", "min")}
+    if count and lat_lo is not None and lat_hi is not None:
+        latency["mean"] = lat_sum / count / 1e6
+        ranks = sorted({r for p in PERCENTILES for r in percentile_ranks(count, p)})
+
+        def latencies() -> Iterator[tuple[np.ndarray, None]]:
+            return ((c.end_ns - c.start_ns, None) for src in sources for c in inside_chunks(src, w0, w1))
+
+        ns = order_statistics(latencies, {0: ranks}, {0: GroupBounds(count, lat_lo, lat_hi)})
+        for p in PERCENTILES:
+            key = f"p{p}"
+            value = numpy_percentile(count, p, lambda r: ns[(0, r)] / 1e6)
+            latency[key] = value if count >= MIN_INFERENCES_FOR[key] else None
+        latency["max"] = lat_hi / 1e6
+        latency["min"] = lat_lo / 1e6
+    sub_ips = [float(n) * batch / ((b - a) / 1e9) for n, a, b in zip(sub_counts, edges[:-1], edges[1:], strict=True)]
     mean_ips = sum(sub_ips) / len(sub_ips)
     stability = max(abs(x - mean_ips) for x in sub_ips) / mean_ips * 100.0 if mean_ips > 0 else 0.0
-    sigma = None if open_loop or not count else jitter_sigma_pct(ends, edges)
+    sigma = None
+    if not open_loop and count:
+        ends = [functools.partial(_inside_ends, src, w0, w1) for src in sources]
+        sigma = jitter_sigma_pct(ends, counts, edges)
     return Summary(
         window_start_ns=w0,
         window_end_ns=w1,
@@ -146,7 +166,7 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
         inferences=count,
         samples=count * batch,
         throughput_ips=count * batch / window_s,
-        per_instance_ips=per_instance,
+        per_instance_ips=[n * batch / window_s for n in counts],
         latency_ms=latency,
         subwindow_ips=sub_ips,
         stability_pct=stability,
@@ -155,9 +175,17 @@ def summarize(instances: Sequence[Timestamps], batch: int, sub_windows: int) -> 
     )
 
 
-def jitter_sigma_pct(ends: Sequence[np.ndarray], edges: np.ndarray) -> float:
+def _inside_ends(src: Stamps, w0: int, w1: int) -> Iterator[np.ndarray]:
+    return (c.end_ns for c in inside_chunks(src, w0, w1))
+
+
+EndChunks = Callable[[], Iterable["np.ndarray"]]  # one instance's ends inside the window, chunk by chunk, in order
+
+
+def jitter_sigma_pct(ends: Sequence[EndChunks], counts: Sequence[int], edges: np.ndarray) -> float:
     """One standard deviation of a sub-window's throughput deviation from the window mean, % of the mean, that a
-    stationary closed loop with the row's own per-inference jitter gives (issue 34).
+    stationary closed loop with the row's own per-inference jitter gives (issue 34). `ends[i]()` gives instance i's
+    ends inside the window in chunks, `counts[i]` how many there are.
 
     Model. A closed-loop instance starts its next inference when the last one ends, so its completions form a
     renewal process: the gaps between consecutive completions are independent draws of one distribution with mean
@@ -184,27 +212,22 @@ def jitter_sigma_pct(ends: Sequence[np.ndarray], edges: np.ndarray) -> float:
     scheduler changing state) makes counts vary more than a renewal process does. The model does not explain such
     phases away: a sub-window they slow by more than the tolerance is still flagged, which is what they are.
     """
-    import numpy as np
-
     k = len(edges) - 1
     variance = 0.0
     total = 0.0
-    for instance_ends in ends:
-        ordered = np.asarray(instance_ends, dtype=np.int64)
-        if len(ordered) > 1 and bool((ordered[1:] < ordered[:-1]).any()):  # a closed loop's ends come in order
-            ordered = np.sort(ordered)
-        n_i = len(ordered) / k
+    for instance_ends, n in zip(ends, counts, strict=True):
+        n_i = n / k
         total += n_i
-        variance += n_i * _gap_cv2(ordered, edges) + 1.0 / 6.0
+        variance += n_i * _gap_cv2(instance_ends, n, edges) + 1.0 / 6.0
     if total <= 0:
         return 0.0
     return math.sqrt(variance) * math.sqrt(1.0 - 1.0 / k) / total * 100.0
 
 
-def _gap_cv2(ends: np.ndarray, edges: np.ndarray) -> float:
-    """The squared coefficient of variation of the gaps between consecutive completions (sorted `ends`), stalls
-    left out: their variance within sub-windows (each gap about the mean gap of the sub-window it ends in, pooled
-    with n - 1 degrees of freedom per sub-window) over the squared mean gap of the window; the whole window's
+def _gap_cv2(ends: EndChunks, count: int, edges: np.ndarray) -> float:
+    """The squared coefficient of variation of the gaps between consecutive completions (`count` ends, in order),
+    stalls left out: their variance within sub-windows (each gap about the mean gap of the sub-window it ends in,
+    pooled with n - 1 degrees of freedom per sub-window) over the squared mean gap of the window; the whole window's
     variance where no sub-window holds two gaps; 0 with fewer than two gaps.
 
     Within sub-windows, so that a step or drift between them is not counted as jitter. Over the window's mean, not
@@ -219,42 +242,77 @@ def _gap_cv2(ends: np.ndarray, edges: np.ndarray) -> float:
     model's (20x cut a gap in ~5% of 300-inference windows and raised it from 1.6% to 2.6%); the H100 grid's slowest
     inferences sit within 4x of its median; a CPU row's preemptions (4 ms among 25 us inferences) are stalls.
     Stalls shorter than 50 median gaps still count as jitter: one 100 ms stall among 300 inferences of 4 ms widens
-    the interval to ~50%."""
+    the interval to ~50%.
+
+    Two passes over the ends: the median of an even sample of 100,000-200,000 gaps (every len // 100,000-th, where
+    there are more: the stall limit needs no more precision), then each sub-window's count, sum and sum of squared
+    deviations, merged chunk by chunk (Chan et al.). Ends that are out of order (a closed loop's never are) are
+    sorted in memory first."""
     import numpy as np
 
-    gaps = np.diff(ends)
-    if len(gaps) < 2:
+    gaps_n = count - 1
+    if gaps_n < 2:
         return 0.0
-    # ends are sorted, so each sub-window's gaps (by their later end) are one slice; no per-gap index arrays (a null
-    # row holds millions of gaps)
-    bounds = np.searchsorted(ends[1:], np.ceil(edges).astype(np.int64), side="left")
-    # the median of an even sample of 100,000-200,000 gaps where there are more (a null row has millions): the
-    # stall limit needs no more precision
-    limit = STALL_FACTOR * float(np.median(gaps[:: max(1, len(gaps) // 100_000)]))
-    total_n = 0
-    total_sum = 0.0
-    ss = 0.0
-    dof = 0
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        sub = gaps[a:b]
-        if len(sub) and sub.max() > limit:
-            sub = sub[sub <= limit]
-        n = len(sub)
-        if n == 0:
-            continue
-        sub_f = sub.astype(np.float64)
-        total_n += n
-        total_sum += float(sub_f.sum())
-        if n >= 2:
-            ss += float(sub_f.var()) * n
-            dof += n - 1
+    stride = max(1, gaps_n // 100_000)
+    sample: list[np.ndarray] = []
+    taken = 0  # gaps seen so far (the global index of the next one)
+    for gaps, _later in _gaps(ends):
+        if bool((gaps < 0).any()):  # out of order: sorted in memory (never for a closed loop's completions)
+            return _gap_cv2(functools.partial(_sorted_once, ends), count, edges)
+        sample.append(gaps[(-taken) % stride::stride].copy())  # a copy: a view would keep every chunk's gaps
+        taken += len(gaps)
+    limit = STALL_FACTOR * float(np.median(np.concatenate(sample)))
+    k = len(edges) - 1
+    bounds = np.ceil(edges).astype(np.int64)
+    n = np.zeros(k)
+    mean = np.zeros(k)
+    m2 = np.zeros(k)
+    for gaps, later in _gaps(ends):
+        where = np.searchsorted(bounds, later, side="right") - 1  # the sub-window of each gap's later end
+        keep = (where >= 0) & (where < k) & (gaps <= limit)
+        where, values = where[keep], gaps[keep].astype(np.float64)
+        n_b = np.bincount(where, minlength=k).astype(np.float64)
+        sum_b = np.bincount(where, weights=values, minlength=k)
+        mean_b = np.divide(sum_b, n_b, out=np.zeros(k), where=n_b > 0)
+        m2_b = np.bincount(where, weights=(values - mean_b[where]) ** 2, minlength=k)
+        both = n + n_b
+        delta = mean_b - mean
+        safe = np.where(both > 0, both, 1.0)
+        m2 = m2 + m2_b + delta**2 * n * n_b / safe
+        mean = np.where(both > 0, mean + delta * n_b / safe, 0.0)
+        n = both
+    total_n = float(n.sum())
+    total_sum = float((mean * n).sum())
+    dof = float((n[n >= 2] - 1).sum())
     if total_n < 2 or total_sum <= 0:
         return 0.0
-    mean = total_sum / total_n
-    if dof <= 0:
-        kept = gaps[gaps <= limit].astype(np.float64)
-        return float(kept.var(ddof=1)) / mean**2 if len(kept) >= 2 else 0.0
-    return ss / dof / mean**2
+    window_mean = total_sum / total_n
+    if dof <= 0:  # no sub-window holds two gaps: the whole window's variance (ddof 1)
+        m2_all = float(m2.sum() + (n * (mean - window_mean) ** 2).sum())
+        return m2_all / (total_n - 1) / window_mean**2
+    return float(m2[n >= 2].sum()) / dof / window_mean**2
+
+
+def _sorted_once(ends: EndChunks) -> list[np.ndarray]:
+    import numpy as np
+
+    return [np.sort(np.concatenate([np.asarray(e, dtype=np.int64) for e in ends()]))]
+
+
+def _gaps(ends: EndChunks) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(gaps, the later end of each) between consecutive ends, chunk by chunk (a chunk's first gap reaches back to
+    the previous chunk's last end)."""
+    import numpy as np
+
+    previous: np.ndarray | None = None
+    for chunk in ends():
+        chunk = np.asarray(chunk, dtype=np.int64)
+        if not len(chunk):
+            continue
+        joined = chunk if previous is None else np.concatenate([previous, chunk])
+        previous = chunk[-1:]
+        if len(joined) > 1:
+            yield np.diff(joined), joined[1:]
 
 
 def _subwindow_inferences(busy_from: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> list[float]:

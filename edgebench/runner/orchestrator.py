@@ -32,6 +32,7 @@ import functools
 import gc
 import shutil
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ from edgebench.errors import ConfigError
 from edgebench.runner import child_process
 from edgebench.runner.messages import Done, Error, FromWorker, Go, Idle, Job, Phase, Primed, Ready, Retire
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
+from edgebench.runner.stamps import ArrayStamps, FileStamps, Stamps, whole_column
 from edgebench.runner.warm_pool import WarmPool, pool_key, run_identity
 from edgebench.runner.workdirs import make_workdir
 from edgebench.runner.worker_proc import WorkerProc, spawn_worker
@@ -66,13 +68,28 @@ SETTLE_MARGIN_S = 5.0  # spare warm workers still importing this close to an ins
 
 @dataclass
 class InstanceResult:
+    """One instance's outcome. Its timestamps (`stamps`, runner/stamps.py) are read in chunks by everything the
+    pipeline computes (issue 37); start_ns / end_ns / issued_ns load a whole column, for tests and small rows."""
+
     instance: int
     placement: str
     pid: int | None
-    start_ns: np.ndarray  # int64, one per inference of the measured phase (time.monotonic_ns); for a
-    end_ns: np.ndarray    # fixed-rate stream start_ns is the scheduled arrival, so end - start counts queueing
+    # one entry per inference of the measured phase (time.monotonic_ns): start_ns, end_ns; for a fixed-rate stream
+    # start_ns is the scheduled arrival (so end - start counts queueing) and issued_ns when it really began
+    stamps: Stamps = field(default_factory=lambda: ArrayStamps([], []))
     error: str | None = None  # None when this instance finished fine
-    issued_ns: np.ndarray | None = None  # fixed-rate streams: when each inference really began
+
+    @property
+    def start_ns(self) -> np.ndarray:
+        return whole_column(self.stamps, "start_ns")
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        return whole_column(self.stamps, "end_ns")
+
+    @property
+    def issued_ns(self) -> np.ndarray | None:
+        return whole_column(self.stamps, "issued_ns") if self.stamps.open_loop else None
 
 
 @dataclass
@@ -95,6 +112,17 @@ class RunOutcome:
     probe: ProbeResult | None = None  # where accuracy_outputs and kernels came from
     workers: str = "fresh"  # "fresh", or "warm: k of n reused" (processes that ran earlier rows; runner/warm_pool)
     notes: list[str] = field(default_factory=list)  # what went wrong beside the row (a spare worker retired)
+    # the run's work folder while it holds the instances' timestamp files ("" when none); removed by discard_stamps,
+    # or when the outcome is garbage-collected or the interpreter exits
+    stamps_dir: str = ""
+
+    def __post_init__(self) -> None:
+        self._discard = weakref.finalize(self, shutil.rmtree, self.stamps_dir, True) if self.stamps_dir else None
+
+    def discard_stamps(self) -> None:
+        """Remove the instances' timestamp files (once the row's files are written); the stamps are unreadable after."""
+        if self._discard is not None:
+            self._discard()
 
 
 def late_stream_start(results: list[InstanceResult], origin_ns: int) -> list[str]:
@@ -102,8 +130,8 @@ def late_stream_start(results: list[InstanceResult], origin_ns: int) -> list[str
     was due (it woke after the shared origin: the wait counts in its first latencies), naming the latest one."""
     if not origin_ns:
         return []
-    late = [(int(r.issued_ns[0] - r.start_ns[0]), r.instance) for r in results
-            if r.issued_ns is not None and len(r.issued_ns) and len(r.start_ns)]
+    firsts = [(next(r.stamps.chunks(1)), r.instance) for r in results if r.stamps.open_loop and r.stamps.count]
+    late = [(int(c.issued_ns[0] - c.start_ns[0]), instance) for c, instance in firsts if c.issued_ns is not None]
     worst_ns, instance = max(late, default=(0, -1))
     if worst_ns <= STREAM_ORIGIN_LEAD_NS:
         return []
@@ -258,7 +286,8 @@ class _Run:
         self.children: list[_Child] = []
         self.phase = ["startup"] * n
         self.ready = [False] * n
-        self.done: dict[int, str] = {}
+        self.done: dict[int, tuple[str, int]] = {}  # instance -> (its timestamp files' prefix, inferences)
+        self.keep_workdir = False  # an outcome reads its timestamps from the work folder: the outcome removes it
         self.errors: dict[int, str] = {}
         self.fault: str | None = None
         self.phase_seen_ns: dict[str, int] = {}  # when the last instance entered open / warmup / ready
@@ -369,6 +398,7 @@ class _Run:
         results = self._results()
         start_notes = late_stream_start(results, self.stream_origin_ns)
         return RunOutcome(
+            stamps_dir=self.workdir if self.keep_workdir else "",
             status="ok",
             reason="",
             instances=results,
@@ -387,10 +417,12 @@ class _Run:
         self._kill_children()
         self._stop_samplers()
         assert self.fault is not None
+        results = self._results()
         return RunOutcome(
+            stamps_dir=self.workdir if self.keep_workdir else "",
             status="failed",
             reason=self.fault,
-            instances=self._results(),
+            instances=results,
             measure_start_ns=self.measure_start_ns,
             measure_end_ns=self.measure_end_ns,
             stream_origin_ns=self.stream_origin_ns,
@@ -431,7 +463,8 @@ class _Run:
                 for child in self.children:
                     with contextlib.suppress(OSError):
                         child.conn.close()
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            if not self.keep_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     # ------------------------------------------------------------------ children
 
@@ -540,7 +573,7 @@ class _Run:
             self.ready[msg.instance] = True
             self.phase[msg.instance] = "barrier"
         elif isinstance(msg, Done):
-            self.done[msg.instance] = msg.path
+            self.done[msg.instance] = (msg.path, msg.inferences)
         elif isinstance(msg, Error):
             i = child.instances[0] if msg.instance is None else msg.instance  # None: it failed before any job
             self._set_fault(f"{self._who(i)} raised {msg.text} during {msg.phase}", [i])
@@ -584,18 +617,17 @@ class _Run:
             self.timelines.append(sampler.stop())
 
     def _results(self) -> list[InstanceResult]:
-        import numpy as np
-
+        """Each instance's result; its timestamps stay in the work folder's files (read in chunks), which then
+        belong to the outcome (RunOutcome.discard_stamps)."""
         out = []
         for i in range(self.cfg.instances):
-            start = end = np.empty(0, dtype=np.int64)
-            issued = None
+            stamps: Stamps = ArrayStamps([], [])
             error = self.errors.get(i)
             if i in self.done:
-                columns = np.load(self.done[i])
-                start, end = columns[0], columns[1]
-                issued = columns[2] if len(columns) > 2 else None
+                prefix, count = self.done[i]
+                stamps = FileStamps(prefix, count)
+                self.keep_workdir = True
             elif error is None:
                 error = f"stopped: {self.fault}" if self.fault else "no result"
-            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), start, end, error, issued))
+            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), stamps, error))
         return out

@@ -7,7 +7,7 @@ before any framework was imported.
 
 Messages to the orchestrator (runner/messages.py) go over the worker's own pipe (one per process, so a killed one
 cannot corrupt another's channel): Phase (open, warmup), Ready (warm-up done, about to wait for the start signal),
-Done (measured phase over, timestamps in an .npy file), Error (an exception ended the instance).
+Done (measured phase over, timestamps in the chunk files of runner/stamps.py), Error (an exception ended the instance).
 The start signal is Go from the orchestrator, sent once every instance of the row is ready; it records the
 window's start before sending it, so that time precedes every instance's first timed inference. For a fixed-rate
 row Go carries one origin for every stream's schedule (the window's start plus a lead), so the arrival model's
@@ -17,9 +17,10 @@ whatever order the workers wake in.
 The timed loop is the harness overhead the null backend measures, so it is kept lean: two clock
 reads around infer(), two stores into preallocated int64 buffers through memoryviews, and a single
 integer compare; the shared stop flag and the shared per-instance counter are touched only once per
-CHECK_INTERVAL_NS (or when the buffer must grow). The buffers are allocated and every page of them
-touched before the start signal, so neither the allocation nor first-touch page faults land inside
-the measured window. Sessions may define an optional `set_phase(name: str)` hook ("warmup",
+CHECK_INTERVAL_NS (or when the chunk is full and is written out: runner/stamps.py). The chunk buffers are
+allocated and every page of them touched before the start signal, so neither an allocation nor a first-touch page
+fault lands inside the measured window, and an instance's memory does not grow with its inference count (issue 37:
+buffers that doubled when full stalled a null row 0.8 s at 8 and 16 million inferences). Sessions may define an optional `set_phase(name: str)` hook ("warmup",
 "measure"); the null backend uses it for fault injection.
 
 A measuring process does nothing but measure: every instance runs exactly open -> warm-up -> start -> window ->
@@ -46,10 +47,9 @@ from edgebench.backends.registry import get_backend
 from edgebench.errors import exc_text
 from edgebench.runner.arrivals import StreamSchedule, arrival_seed_of
 from edgebench.runner.messages import Done, Error, Message, Phase, Ready
+from edgebench.runner.stamps import StampSink, chunk_capacity
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
     from edgebench.backends.base import Prepared
     from edgebench.config.run_config import RunConfig
 
@@ -63,8 +63,6 @@ THREAD_ENV_VARS = (
 CHECK_INTERVAL_NS = 1_000_000  # stop flag / shared counter are looked at once per millisecond
 MAX_SLEEP_NS = 50_000_000  # a fixed-rate stream waiting for its next arrival looks at the stop flag this often
 SCHEDULE_BLOCK = 4096  # arrival offsets drawn at a time (between two inferences, never inside one)
-MAX_INITIAL_CAPACITY = 4_000_000  # timestamps preallocated per instance; the buffers double past it
-MIN_INITIAL_CAPACITY = 4096
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -72,26 +70,9 @@ def thread_env(threads: int) -> dict[str, str]:
     return {name: str(threads) for name in THREAD_ENV_VARS}
 
 
-def initial_capacity(rate_ips: float, duration_s: float) -> int:
-    """Timestamps to preallocate: 1.5x the expected count of a duration_s window, within bounds."""
-    want = int(rate_ips * duration_s * 1.5) + MIN_INITIAL_CAPACITY
-    return max(MIN_INITIAL_CAPACITY, min(MAX_INITIAL_CAPACITY, want))
-
-
 def describe(exc: BaseException) -> str:
     """'Type: message', one line, for the orchestrator's reason (a message-less one says where it was raised)."""
     return " ".join(exc_text(exc).split())
-
-
-def allocate_timestamps(capacity: int, rows: int = 2) -> list[np.ndarray]:
-    """`rows` int64 buffers of `capacity` entries with every page already touched (written), so the
-    timed loop never takes a first-touch page fault; call it before the start signal."""
-    import numpy as np
-
-    buffers = [np.empty(capacity, dtype=np.int64) for _ in range(rows)]
-    for buf in buffers:
-        buf.fill(0)
-    return buffers
 
 
 def warm_up(infer: Callable[[], None], warmup_s: float) -> tuple[int, float]:
@@ -114,51 +95,45 @@ def measure(
     stop: memoryview,
     counts: memoryview,
     slot: int,
-    capacity: int,
+    sink: StampSink,
     parent_pid: int | None = None,
-    buffers: list[np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Timed loop until stop[0] is set. Returns (start_ns, end_ns) int64 arrays, one per inference.
+) -> int:
+    """Timed loop until stop[0] is set; every inference's (start_ns, end_ns) goes to `sink` (runner/stamps.py: two
+    columns), a chunk at a time. Returns the inferences timed.
 
     `stop` is a byte view of the shared stop flag; `counts` an int64 view of the shared counters,
     of which this instance writes counts[slot] (no lock: one writer, the reader only polls it).
     When the orchestrator (parent_pid) is gone the loop ends too, so an orphan never spins forever.
-    `buffers` ([starts, ends], from allocate_timestamps) are used as they are when given; the results
-    are views of them until they must grow.
+    A full chunk is written out where the stop flag is looked at: the loop's memory never grows (issue 37).
     """
-    import numpy as np
-
     now = time.monotonic_ns
     getppid = os.getppid
-    starts, ends = buffers if buffers is not None else allocate_timestamps(capacity)
-    s = memoryview(starts)  # type: ignore[arg-type]
-    e = memoryview(ends)  # type: ignore[arg-type]
-    cap = len(starts)
-    n = 0
+    s = memoryview(sink.buffers[0])  # type: ignore[arg-type]
+    e = memoryview(sink.buffers[1])  # type: ignore[arg-type]
+    cap = sink.capacity
+    j = 0  # entries in the current chunk
+    done = 0  # entries written out
     next_check = 0
     while True:
         t0 = now()
         infer()
         t1 = now()
-        s[n] = t0
-        e[n] = t1
-        n += 1
-        if t1 >= next_check or n == cap:
-            counts[slot] = n
+        s[j] = t0
+        e[j] = t1
+        j += 1
+        if t1 >= next_check or j == cap:
+            counts[slot] = done + j
             if stop[0] or (parent_pid is not None and getppid() != parent_pid):
                 break
             next_check = t1 + CHECK_INTERVAL_NS
-            if n == cap:
-                s.release()
-                e.release()
-                starts = np.concatenate([starts, np.empty(cap, dtype=np.int64)])
-                ends = np.concatenate([ends, np.empty(cap, dtype=np.int64)])
-                cap *= 2
-                s = memoryview(starts)  # type: ignore[arg-type]
-                e = memoryview(ends)  # type: ignore[arg-type]
+            if j == cap:
+                sink.flush(j)
+                done += j
+                j = 0
     s.release()
     e.release()
-    return starts[:n], ends[:n]
+    sink.flush(j)
+    return done + j
 
 
 def measure_fixed_rate(
@@ -168,27 +143,26 @@ def measure_fixed_rate(
     slot: int,
     period_ns: int,
     first_arrival_ns: int,
-    capacity: int,
+    sink: StampSink,
     parent_pid: int | None = None,
-    buffers: list[np.ndarray] | None = None,
     schedule: StreamSchedule | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> int:
     """Open-loop stream until stop[0] is set: arrival k at first_arrival_ns + k * period_ns, or, with a `schedule`
     (runner.arrivals), at first_arrival_ns + its k-th offset (period_ns is then unused).
 
-    Returns (arrival_ns, end_ns, issued_ns). The loop sleeps until the next arrival when it is early;
+    Every inference's (arrival_ns, end_ns, issued_ns) goes to `sink` (three columns), a chunk at a time; returns the
+    inferences served. The loop sleeps until the next arrival when it is early;
     when it is late (the previous inference ran past this arrival) it starts at once, so the backlog
     shows as end - arrival growing. Stop flag and orchestrator are checked before every arrival and
     every MAX_SLEEP_NS while waiting for one (the loop sleeps anyway, a check costs nothing next to that).
     """
-    import numpy as np
-
     now = time.monotonic_ns
     sleep = time.sleep
     getppid = os.getppid
-    arrivals, ends, issued = buffers if buffers is not None else allocate_timestamps(capacity, 3)
-    cap = len(arrivals)
+    arrivals, ends, issued = sink.buffers
+    cap = sink.capacity
     n = 0
+    j = 0  # entries in the current chunk
     offsets: list[int] = []  # the schedule's next offsets, taken SCHEDULE_BLOCK at a time
     taken = 0  # arrivals before offsets[0]
     while True:
@@ -209,15 +183,17 @@ def measure_fixed_rate(
             break  # stopped while waiting for this arrival: it never happened
         infer()
         t1 = now()
-        if n == cap:
-            arrivals, ends, issued = (np.concatenate([a, np.empty(cap, dtype=np.int64)]) for a in (arrivals, ends, issued))
-            cap *= 2
-        arrivals[n] = arrival
-        ends[n] = t1
-        issued[n] = t0
+        if j == cap:  # between two inferences, never inside one; the stream's arrivals are due regardless
+            sink.flush(j)
+            j = 0
+        arrivals[j] = arrival
+        ends[j] = t1
+        issued[j] = t0
+        j += 1
         n += 1
         counts[slot] = n
-    return arrivals[:n], ends[:n], issued[:n]
+    sink.flush(j)
+    return n
 
 
 def stream_phase_ns(index: int, instances: int, period_ns: int) -> int:
@@ -249,10 +225,9 @@ def run_instance(
     orchestrator gives the start signal (and raises when it does not come in time), with the origin a fixed-rate
     stream's arrivals count from (0: this instance's own clock at the signal). A session that fails to close
     does not change the result already sent; `on_close_error` hears of it (a warm worker then leaves the pool)."""
-    import numpy as np
-
     phase = "open"
     session = None
+    sink: StampSink | None = None
     try:
         send(Phase(index, phase))
         backend = get_backend(prepared.backend)
@@ -268,7 +243,8 @@ def run_instance(
         warm_n, rate_ips = warm_up(session.infer, cfg.warmup_s)
         rate_hz = getattr(cfg, "rate_hz", None)
         expected_ips = rate_ips if rate_hz is None else min(rate_ips, float(rate_hz))
-        buffers = allocate_timestamps(initial_capacity(expected_ips, cfg.duration_s), 2 if rate_hz is None else 3)
+        prefix = os.path.join(workdir, f"instance{index}")
+        sink = StampSink(prefix, 2 if rate_hz is None else 3, chunk_capacity(expected_ips, cfg.duration_s))
         period_ns = max(1, round(1e9 / float(rate_hz))) if rate_hz is not None else 0
         schedule = stream_schedule(cfg, index, period_ns) if rate_hz is not None else None  # drawn before the start
         send(Ready(index, warm_n))
@@ -277,16 +253,14 @@ def run_instance(
         phase = "measure"
         if set_phase is not None:
             set_phase("measure")
-        columns: tuple[np.ndarray, ...]
         if rate_hz is None:
-            columns = measure(session.infer, stop, counts, slot, 0, parent_pid, buffers)
+            timed = measure(session.infer, stop, counts, slot, sink, parent_pid)
         else:
-            columns = measure_fixed_rate(session.infer, stop, counts, slot, period_ns,
-                                         origin_ns or time.monotonic_ns(), 0, parent_pid, buffers, schedule)
+            timed = measure_fixed_rate(session.infer, stop, counts, slot, period_ns,
+                                       origin_ns or time.monotonic_ns(), sink, parent_pid, schedule)
         phase = "collect"
-        path = os.path.join(workdir, f"instance{index}.npy")
-        np.save(path, np.stack(columns))
-        send(Done(index, len(columns[0]), path))
+        sink.close()
+        send(Done(index, timed, prefix))
         return True
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, then the child exits non-zero
         try:
@@ -295,6 +269,8 @@ def run_instance(
             pass
         return False
     finally:
+        if sink is not None:
+            sink.close()
         if session is not None:
             try:
                 session.close()

@@ -22,6 +22,7 @@ from edgebench.runner.orchestrator import (
     late_stream_start,
     run_instances,
 )
+from edgebench.runner.stamps import ArrayStamps
 
 PERIOD_NS = 10_000_000  # 100 arrivals/s per stream
 
@@ -159,7 +160,7 @@ def test_streams_in_one_process_share_the_origin_too():
 def test_a_stream_whose_worker_woke_after_the_origin_is_named_in_a_note():
     def stream(instance: int, late_ns: int) -> InstanceResult:
         due = np.array([1_000_000_000, 1_010_000_000], dtype=np.int64)
-        return InstanceResult(instance, "cpu", None, due, due + 500_000, issued_ns=due + np.array([late_ns, 0]))
+        return InstanceResult(instance, "cpu", None, ArrayStamps(due, due + 500_000, due + np.array([late_ns, 0])))
 
     on_time = [stream(0, 100_000), stream(1, STREAM_ORIGIN_LEAD_NS)]
     assert late_stream_start(on_time, origin_ns=1) == []

@@ -21,6 +21,7 @@ from edgebench.models.model_artifact import ModelArtifact
 from edgebench.runner import orchestrator, worker
 from edgebench.runner.metrics import judge, percentile_gaps, summarize
 from edgebench.runner.orchestrator import run_instances
+from edgebench.runner.stamps import FileStamps, StampSink, whole_column
 from edgebench.telemetry.base import Channel, Timeline
 
 SAMPLE_SHAPE = (3, 8, 8)
@@ -111,7 +112,9 @@ def test_null_session_outputs_first_ten_features_of_its_input():
     np.testing.assert_array_equal(session.outputs()["output"], x.reshape(2, -1)[:, :10])
 
 
-def test_timed_loop_grows_its_buffers_and_stops_on_the_flag():
+def test_timed_loop_writes_full_chunks_out_and_stops_on_the_flag(tmp_path):
+    """Chunks of 4 entries: 50+ inferences go to the files in full chunks plus the rest, none lost or repeated, and
+    the loop's buffers never grow (issue 37: they doubled before, with a copy inside the window)."""
     stop = memoryview(bytearray(1))
     counts = memoryview(bytearray(16)).cast("q")
     calls = 0
@@ -122,15 +125,22 @@ def test_timed_loop_grows_its_buffers_and_stops_on_the_flag():
         if calls == 50:
             stop[0] = 1
 
-    starts, ends = worker.measure(infer, stop, counts, 1, capacity=4)
-    assert len(starts) == len(ends) == calls >= 50  # 4 -> 8 -> ... -> 64: grown past the first capacity
-    assert counts[1] == calls and counts[0] == 0
-    assert np.all(np.diff(starts) >= 0) and np.all(ends >= starts) and np.all(starts[1:] >= ends[:-1])
+    sink = StampSink(str(tmp_path / "i0"), 2, capacity=4)
+    buffers = [b.ctypes.data for b in sink.buffers]
+    n = worker.measure(infer, stop, counts, 1, sink)
+    sink.close()
+    assert n == calls >= 50 and counts[1] == calls and counts[0] == 0
+    assert [b.ctypes.data for b in sink.buffers] == buffers and all(len(b) == 4 for b in sink.buffers)
+    stamps = FileStamps(str(tmp_path / "i0"), n)
+    assert not stamps.open_loop and [len(c) for c in stamps.chunks(16)] == [16, 16, 16, n - 48]
+    starts, ends = whole_column(stamps, "start_ns"), whole_column(stamps, "end_ns")
+    assert len(starts) == len(ends) == n
+    assert np.all(np.diff(starts) > 0) and np.all(ends >= starts) and np.all(starts[1:] >= ends[:-1])
 
 
-def test_preallocated_timestamp_buffers_are_touched_and_used_by_the_timed_loop():
-    bufs = worker.allocate_timestamps(64)
-    assert [b.dtype for b in bufs] == [np.int64, np.int64] and all(not b.any() for b in bufs)
+def test_chunk_buffers_are_touched_before_the_loop_and_used_by_it(tmp_path):
+    sink = StampSink(str(tmp_path / "i0"), 2, capacity=64)
+    assert [b.dtype for b in sink.buffers] == [np.int64, np.int64] and all(not b.any() for b in sink.buffers)
     stop = bytearray(1)
     counts = memoryview(bytearray(8)).cast("q")
     calls = []
@@ -140,9 +150,12 @@ def test_preallocated_timestamp_buffers_are_touched_and_used_by_the_timed_loop()
         if len(calls) == 10:
             stop[0] = 1
 
-    starts, ends = worker.measure(infer, memoryview(stop), counts, 0, 0, None, bufs)
-    assert len(starts) >= 10 and np.shares_memory(starts, bufs[0]) and np.shares_memory(ends, bufs[1])
-    assert np.all(ends >= starts) and counts[0] == len(starts)
+    n = worker.measure(infer, memoryview(stop), counts, 0, sink)
+    sink.close()
+    assert n >= 10 and counts[0] == n
+    assert np.all(sink.buffers[1][:n] >= sink.buffers[0][:n]) and sink.buffers[0][n - 1] > 0  # stored in place
+    stamps = FileStamps(str(tmp_path / "i0"), n)
+    np.testing.assert_array_equal(whole_column(stamps, "start_ns"), sink.buffers[0][:n])
 
 
 # --------------------------------------------------------------------------- healthy runs
