@@ -21,6 +21,7 @@ from edgebench.models.quantized_file import note as quantized_note
 from edgebench.models.spec import ModelSpec
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
+from edgebench.pipeline.main_memory import RowPeak
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.phases import PhaseClock, announce
 from edgebench.pipeline.probe_step import probe_fields, row_probe
@@ -59,6 +60,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     time."""
 
     clock = PhaseClock(since_s)
+    peak = RowPeak()  # this process's own memory from here to the row's files written (main_rss_mib_max)
     facts = RowFacts(cfg=cfg, profile=profile, row_dir=row_dir, accuracy_samples=cfg.accuracy_samples or None)
     with clock("export"):
         spec = facts.spec = models.spec(cfg.model)
@@ -109,7 +111,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     facts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
     if outcome.status != "ok":
         facts.verdict.failure = "; ".join(r for r in (outcome.reason, random_scalars_note(prepared.inputs)) if r)
-        return _written(facts, cfg, row_dir, outcome, labelled, clock)
+        return _written(facts, cfg, row_dir, outcome, labelled, clock, peak)
     results_t0 = time.monotonic()
 
     summary = facts.summary = summarize(outcome.instances, cfg.batch, cfg.sub_windows)
@@ -134,20 +136,22 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
             facts.verdict.labels_note = f"accuracy vs labels not scored: {exc}"
         facts.verdict.accuracy_notes += labelled.notes()  # skipped images, empty class folders, no reserve
     clock.add("accuracy", time.monotonic() - accuracy_t0)
-    return _written(facts, cfg, row_dir, outcome, labelled, clock)
+    return _written(facts, cfg, row_dir, outcome, labelled, clock, peak)
 
 
 def _written(facts: RowFacts, cfg: RunConfig, row_dir: Path, outcome: Any, labelled: Any,
-             clock: PhaseClock) -> RowFacts:
+             clock: PhaseClock, peak: RowPeak) -> RowFacts:
     """The row's files written; row.json's phases (the same record as the row's setup_s) include writing the others;
     row.json's own write (milliseconds) is in the next row's between_rows."""
     with clock("write"):
         write_row_data(row_dir, outcome)
+        outcome.discard_stamps()  # the instances' timestamp files: in latencies.npz now
         if labelled is not None:
             write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
     phases = clock.record()
     write_row_json(row_dir, cfg, outcome, facts.artifact, facts.prepared.info, phases=phases)
     facts.setup_s = phases["setup"]
+    facts.main_rss_mib_max = peak.mib()
     return facts
 
 

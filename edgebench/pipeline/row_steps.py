@@ -69,6 +69,7 @@ class RowFacts:
     summary: Summary | None = None  # runner.metrics.summarize of a run that measured
     trend: LatencyTrend | None = None  # runner.backlog.window_trend: a fixed-rate window's latency trend
     setup_s: float | None = None  # pipeline.phases: the row's wall time outside its window and warm-up
+    main_rss_mib_max: float | None = None  # pipeline.main_memory: the harness process's peak during the row
     accuracy: dict[str, Any] = field(default_factory=dict)  # pipeline.execute.accuracy_part: agreement with FP32
     labelled: dict[str, Any] = field(default_factory=dict)  # models.labelled: the data set and its scores
     samplers: tuple[str, ...] = ()  # the telemetry samplers the row ran, in the profile's order
@@ -156,6 +157,11 @@ def load_columns(f: RowFacts, row: Row) -> Columns:
     return {**arrival, **{k: v for k, v in load_fields(f.cfg, f.run.instances, f.summary).items() if k != "slo_ms"}}
 
 
+def harness_columns(f: RowFacts, row: Row) -> Columns:
+    """The harness process's own peak memory during the row (pipeline.main_memory)."""
+    return {"main_rss_mib_max": f.main_rss_mib_max} if f.main_rss_mib_max is not None else {}
+
+
 def trend_columns(f: RowFacts, row: Row) -> Columns:
     """A fixed-rate row's latency trend over its window and its interval (runner.backlog; judge read the same)."""
     return f.trend.fields() if f.trend is not None else {}
@@ -233,6 +239,7 @@ ROW_STEPS: tuple[RowStep, ...] = (
     RowStep("backend", backend_columns),
     RowStep("metrics", metrics_columns),
     RowStep("telemetry", telemetry_columns),
+    RowStep("harness", harness_columns),
     RowStep("thermal", thermal_columns),
     RowStep("load", load_columns),
     RowStep("trend", trend_columns),

@@ -128,6 +128,10 @@ COLUMNS: list[Column] = [
     Column("cpu_util_pct_mean", "%", "mean busy share of all host CPU cores over the window", float, "telemetry"),
     Column("proc_cpu_pct_mean", "%", "mean CPU of the instance processes, % of one core (can exceed 100)", float, "telemetry"),
     Column("rss_mib_max", "MiB", "peak resident memory of the instance processes (and children), summed", float, "telemetry"),
+    Column("main_rss_mib_max", "MiB", "peak resident memory of the edgebench process itself (the one that starts the "
+                                      "instances and collects and summarises their timestamps) from the row's start "
+                                      "to its files written (Linux VmHWM, reset per row); bounded whatever the "
+                                      "inference count (issue 37)", float, "harness"),
     Column("mem_used_mib_max", "MiB", "peak system memory in use (total - available)", float, "telemetry"),
     Column("gpu_util_pct_mean", "%", "mean GPU utilization over the window (GPU samplers only)", float, "telemetry"),
     Column("gpu_temp_c_max", "C", "highest GPU temperature inside the window (GPU samplers only)", float, "telemetry"),
