@@ -125,6 +125,7 @@ def provider_for(device: str) -> tuple[str, dict[str, Any]] | None:
 
 class OrtBackend:
     name = "ort"
+    framework_modules = ("onnxruntime",)  # the framework server imports it (no session, no CUDA context)
 
     @staticmethod
     def preload(device: str) -> None:

@@ -111,6 +111,7 @@ def torch_cuda_build() -> str | None:
 
 class TorchBackend:
     name = "torch"
+    framework_modules = ("torch", "torchvision")  # the framework server imports these (no CUDA context is made)
 
     @staticmethod
     def preload(device: str) -> None:

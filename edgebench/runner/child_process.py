@@ -1,7 +1,13 @@
 """Child processes of the runner: how one is started, how it is ended, how its exit is put into words.
 
 Every process the runner starts (instance workers, warm workers, the probe) is started here, with
-multiprocessing's "spawn" context (never fork: a CUDA context must not be copied). `spawn(..., own_group=True)`
+multiprocessing's "spawn" context (never a fork of this process: a CUDA context must not be copied), or, for warm
+workers (`server_modules`), forked from a framework server: multiprocessing's "forkserver", a process started once
+per sweep that imports edgebench's worker code and the backend's framework (torch, onnxruntime) and touches no GPU,
+so every worker forked from it is still a fresh process with a fresh CUDA context, without paying for the import
+(issue 37: 32 fresh torch workers on a 16-core H200 took 77 s to reach their sessions, most of it 32 concurrent
+`import torch`). One server per process (multiprocessing keeps one): workers of a backend whose framework the
+server did not import are spawned as before. EDGEBENCH_WORKER_START=spawn turns the server off. `spawn(..., own_group=True)`
 makes the child call os.setsid() before its target runs, so it leads a process group of its own and everything it
 starts (framework helper processes) can be signalled with it; it also dies with this process (Linux:
 PR_SET_PDEATHSIG), since leaving our process group means a signal to our group no longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
@@ -22,12 +28,29 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 JOIN_AFTER_KILL_S = 5.0  # how long a SIGKILLed child gets to be reaped
+WORKER_START_ENV = "EDGEBENCH_WORKER_START"  # "spawn": never fork workers from a framework server
 _ENV_LOCK = threading.Lock()
+_server_modules: tuple[str, ...] | None = None  # what this process's framework server imports (set once)
 
 
 def context() -> Any:
     """The "spawn" multiprocessing context (its Pipe, Queue and RawArray go with processes it starts)."""
     return multiprocessing.get_context("spawn")
+
+
+def server_context(modules: Sequence[str]) -> Any | None:
+    """The "forkserver" context whose server imports `modules` first, or None where a worker must be spawned: not
+    Linux, EDGEBENCH_WORKER_START=spawn, or this process's server was set up for other modules. The server itself
+    starts with the first process started from it, with this process's environment of that moment."""
+    global _server_modules
+    if not sys.platform.startswith("linux") or os.environ.get(WORKER_START_ENV, "forkserver") == "spawn":
+        return None
+    wanted = tuple(modules)
+    ctx = multiprocessing.get_context("forkserver")
+    if _server_modules is None:
+        ctx.set_forkserver_preload(list(wanted))
+        _server_modules = wanted
+    return ctx if _server_modules == wanted else None
 
 
 class Child:
@@ -74,10 +97,20 @@ class Child:
 
 
 def spawn(target: Callable[..., None], args: tuple[Any, ...], *, name: str | None = None,
-          env: Mapping[str, str] | None = None, own_group: bool = True) -> Child:
+          env: Mapping[str, str] | None = None, own_group: bool = True,
+          server_modules: Sequence[str] | None = None) -> Child:
     """Start target(*args) in a spawned process. `env` is set around start(), so it holds before the child imports
     anything (thread caps, the MPS pipe folder); `own_group`: the child leads its own process group and dies with
-    this process (see the module docstring) before target runs."""
+    this process (see the module docstring) before target runs. `server_modules`: fork it from the framework
+    server that imports these (server_context) where there is one; its `env` must then be empty (a forked child has
+    the server's environment: a target that needs thread caps sets them itself, before its framework's first use)
+    and it dies with the server, which leaves when this process does."""
+    ctx = server_context(server_modules) if server_modules is not None and not env else None
+    if ctx is not None and own_group:
+        proc = ctx.Process(target=_run_in_own_group, args=(target, None, args), name=name)
+        with _no_main_script():
+            proc.start()
+        return Child(proc, own_group)
     ctx = context()
     if own_group:
         proc = ctx.Process(target=_run_in_own_group, args=(target, os.getpid(), args), name=name)
@@ -132,16 +165,18 @@ def child_env(values: dict[str, str]) -> Iterator[None]:
                     os.environ[key] = value
 
 
-def _run_in_own_group(target: Callable[..., None], parent_pid: int, args: tuple[Any, ...]) -> None:
-    """The child's side of spawn(own_group=True)."""
+def _run_in_own_group(target: Callable[..., None], parent_pid: int | None, args: tuple[Any, ...]) -> None:
+    """The child's side of spawn(own_group=True); parent_pid None: forked from the framework server, whose death
+    (it leaves when the runner's process does) ends this child."""
     os.setsid()
     _die_with_parent(parent_pid)
     target(*args)
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int | None) -> None:
     """Linux: SIGKILL this child when its parent dies (it left the parent's process group, so a signal to that
-    group no longer reaches it). Elsewhere the runner's timed loop checks getppid()."""
+    group no longer reaches it). Elsewhere the runner's timed loop checks getppid(). parent_pid None: whoever
+    forked this child (the framework server); gone already when the child was handed to init (pid 1)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -152,7 +187,8 @@ def _die_with_parent(parent_pid: int) -> None:
         libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+    orphaned = os.getppid() == 1 if parent_pid is None else os.getppid() != parent_pid
+    if orphaned:  # the parent died before prctl took effect
         os._exit(1)
 
 

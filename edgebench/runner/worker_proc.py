@@ -76,18 +76,27 @@ def spawn_worker(slots: int, threads: int, env: dict[str, str], name: str,
     ctx = child_process.context()
     parent_end, child_end = ctx.Pipe(duplex=True)
     stop_raw, counts_raw = ctx.RawArray("b", 1), ctx.RawArray("q", max(1, slots))
+    modules = server_modules(preload[0]) if preload is not None and not env else None
+    server = modules is not None and child_process.server_context(modules) is not None
     try:
-        child = child_process.spawn(serve, (child_end, stop_raw, counts_raw, threads, os.getpid(), preload),
-                                    name=name, env={**worker.thread_env(threads), **env})
+        if server:  # forked from the framework server: serve() sets its thread caps before the framework's first use
+            child = child_process.spawn(serve, (child_end, stop_raw, counts_raw, threads, None, preload), name=name,
+                                        server_modules=modules)
+        else:
+            child = child_process.spawn(serve, (child_end, stop_raw, counts_raw, threads, os.getpid(), preload),
+                                        name=name, env={**worker.thread_env(threads), **env})
     finally:
         child_end.close()
     return WorkerProc(child, parent_end, stop_raw, counts_raw, slots)
 
 
-def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: int,
+def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: int | None,
           preload: tuple[str, str] | None) -> None:
     """Entry point of a worker process (it leads its own process group: child_process.spawn): the framework imported
-    when asked, then jobs until told to exit. Exits 0 after its last job when every instance of it finished, else 1."""
+    when asked, then jobs until told to exit. Exits 0 after its last job when every instance of it finished, else 1.
+    parent_pid None: forked from the framework server, which is then the parent whose death ends a timed loop."""
+    if parent_pid is None:
+        parent_pid = os.getppid()
     os.environ.update(worker.thread_env(threads))
     stop = memoryview(stop_raw).cast("B")
     counts = memoryview(counts_raw).cast("B").cast("q")
@@ -121,6 +130,12 @@ def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: i
             conn.close()
             worker.exit_now(0 if ok else 1)
         send(Idle(instances[0]))
+
+
+def server_modules(backend: str) -> tuple[str, ...]:
+    """What the framework server imports before it forks a warm worker of `backend`: this module (edgebench's worker
+    code) and the backend's `framework_modules`, imports that create no GPU context."""
+    return (__name__, *getattr(get_backend(backend), "framework_modules", ()))
 
 
 def preload_backend(backend: str, device: str) -> None:
