@@ -145,7 +145,6 @@ def _written(facts: RowFacts, cfg: RunConfig, row_dir: Path, outcome: Any, label
     row.json's own write (milliseconds) is in the next row's between_rows."""
     with clock("write"):
         write_row_data(row_dir, outcome)
-        outcome.discard_stamps()  # the instances' timestamp files: in latencies.npz now
         if labelled is not None:
             write_json_atomic(row_dir / "accuracy_subset.json", labelled.record)
     phases = clock.record()

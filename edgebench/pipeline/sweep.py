@@ -136,7 +136,11 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
                 if pool is not None and (key := pool_key(cfg)) is not None:
                     pool.expect(key, needs[i])
                 facts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool, since)
-            row = _assemble(facts, row_dir)
+            try:
+                row = _assemble(facts, row_dir)
+            finally:
+                if facts.run is not None:  # the row steps read the instances' timestamp files (load, slo): now gone
+                    facts.run.discard_stamps()
             store.append(row)  # whole line or nothing (results/store.py)
         except Exception as exc:
             full = disk_full_cause(exc)
