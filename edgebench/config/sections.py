@@ -142,6 +142,13 @@ class RunSection(Section):
                     "precision and options (only batch or instance count changes; the session is reopened, the "
                     "process and its imported framework are reused); fresh: new processes for every row. The "
                     "row's `workers` column says which")
+    worker_start: Literal["spawn", "forkserver"] = Field(
+        default="spawn",
+        description="how warm workers start: spawn (each a new interpreter that imports its framework, as a deployed "
+                    "process does) or forkserver (forked from one server process that imported the framework once and "
+                    "touched no GPU: a fresh process and CUDA context each, set-up ~3x shorter; but forked workers "
+                    "share the framework's memory pages, and 8 torch instances on 2 CPU cores ran ~10% faster that way "
+                    "than spawned: docs/results/worker-start.md). The row's `workers` column says which")
     kernel_profile_steps: int = Field(default=0, ge=0, json_schema_extra=PER_ROW,
                                       description="GPU: profile this many inferences in the row's probe process "
                                                   "(never a measured one) to get tensor_core_time_pct (0 = off)")

@@ -103,7 +103,7 @@ def worker_pool(profile: Profile) -> Iterator[WarmPool | None]:
     if profile.run.workers != "warm":
         yield None
         return
-    with WarmPool() as pool:
+    with WarmPool(fork_from_server=profile.run.worker_start == "forkserver") as pool:
         yield pool
 
 

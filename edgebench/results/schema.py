@@ -85,7 +85,8 @@ COLUMNS: list[Column] = [
                         "x backend x options; empty when the row needed none", str, "setup"),
     Column("workers", "", "the instance processes: 'fresh' (started for this row, run.workers: fresh, streams mode "
                           "or MPS) or 'warm: k of n reused' (run.workers: warm; k ran earlier rows of the same "
-                          "model x backend x precision x options, each row still opens a fresh session)", str, "setup"),
+                          "model x backend x precision x options, each row still opens a fresh session), with ', m "
+                          "forked from the framework server' under run.worker_start: forkserver", str, "setup"),
     # --- latency details
     Column("latency_ms_min", "ms", "fastest inference (one batch)", float, "metrics"),
     Column("latency_ms_mean", "ms", "mean latency of one inference (one batch)", float, "metrics"),

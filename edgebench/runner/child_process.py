@@ -2,12 +2,13 @@
 
 Every process the runner starts (instance workers, warm workers, the probe) is started here, with
 multiprocessing's "spawn" context (never a fork of this process: a CUDA context must not be copied), or, for warm
-workers (`server_modules`), forked from a framework server: multiprocessing's "forkserver", a process started once
-per sweep that imports edgebench's worker code and the backend's framework (torch, onnxruntime) and touches no GPU,
-so every worker forked from it is still a fresh process with a fresh CUDA context, without paying for the import
-(issue 37: 32 fresh torch workers on a 16-core H200 took 77 s to reach their sessions, most of it 32 concurrent
-`import torch`). One server per process (multiprocessing keeps one): workers of a backend whose framework the
-server did not import are spawned as before. EDGEBENCH_WORKER_START=spawn turns the server off. `spawn(..., own_group=True)`
+workers under run.worker_start: forkserver (`server_modules`), forked from a framework server: multiprocessing's
+"forkserver", a process started once per sweep that imports edgebench's worker code and the backend's framework
+(torch, onnxruntime) and touches no GPU, so every worker forked from it is still a fresh process with a fresh CUDA
+context, without paying for the import (issue 37: 32 fresh torch workers on a 16-core H200 took 77 s to reach their
+sessions, most of it 32 concurrent `import torch`). Forked workers share the framework's memory pages, which a
+deployed process does not: docs/results/worker-start.md. One server per process (multiprocessing keeps one):
+workers of a backend whose framework the server did not import are spawned. `spawn(..., own_group=True)`
 makes the child call os.setsid() before its target runs, so it leads a process group of its own and everything it
 starts (framework helper processes) can be signalled with it; it also dies with this process (Linux:
 PR_SET_PDEATHSIG), since leaving our process group means a signal to our group no longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
@@ -28,7 +29,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 JOIN_AFTER_KILL_S = 5.0  # how long a SIGKILLed child gets to be reaped
-WORKER_START_ENV = "EDGEBENCH_WORKER_START"  # "spawn": never fork workers from a framework server
 _ENV_LOCK = threading.Lock()
 _server_modules: tuple[str, ...] | None = None  # what this process's framework server imports (set once)
 
@@ -40,10 +40,10 @@ def context() -> Any:
 
 def server_context(modules: Sequence[str]) -> Any | None:
     """The "forkserver" context whose server imports `modules` first, or None where a worker must be spawned: not
-    Linux, EDGEBENCH_WORKER_START=spawn, or this process's server was set up for other modules. The server itself
+    Linux, or this process's server was set up for other modules. The server itself
     starts with the first process started from it, with this process's environment of that moment."""
     global _server_modules
-    if not sys.platform.startswith("linux") or os.environ.get(WORKER_START_ENV, "forkserver") == "spawn":
+    if not sys.platform.startswith("linux"):
         return None
     wanted = tuple(modules)
     ctx = multiprocessing.get_context("forkserver")

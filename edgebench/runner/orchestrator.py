@@ -110,7 +110,8 @@ class RunOutcome:
     kernels: list[tuple[str, float]] | None = None  # the probe's profiled GPU kernels (name, us)
     kernels_note: str = ""  # why there are none, when profiling was asked for
     probe: ProbeResult | None = None  # where accuracy_outputs and kernels came from
-    workers: str = "fresh"  # "fresh", or "warm: k of n reused" (processes that ran earlier rows; runner/warm_pool)
+    workers: str = "fresh"  # "fresh", or "warm: k of n reused" (processes that ran earlier rows; runner/warm_pool),
+    # with ", m forked from the framework server" under run.worker_start: forkserver
     notes: list[str] = field(default_factory=list)  # what went wrong beside the row (a spare worker retired)
     # the run's work folder while it holds the instances' timestamp files ("" when none); removed by discard_stamps,
     # or when the outcome is garbage-collected or the interpreter exits
@@ -210,11 +211,13 @@ def prewarm(cfg: RunConfig, prepared: Prepared, pool: WarmPool) -> None:
     they import their framework while the probe runs (run_instances then takes them and waits for them)."""
     key = pool_key(cfg)
     if key is not None:
-        pool.prewarm(key, cfg.instances, functools.partial(_spawn_warm, cfg, prepared.backend, {}))
+        pool.prewarm(key, cfg.instances, functools.partial(_spawn_warm, cfg, prepared.backend, {},
+                                                           pool.fork_from_server))
 
 
-def _spawn_warm(cfg: RunConfig, backend: str, env: dict[str, str]) -> WorkerProc:
-    return spawn_worker(1, cfg.threads_per_instance, env, "edgebench-warm-worker", preload=(backend, cfg.placements[0]))
+def _spawn_warm(cfg: RunConfig, backend: str, env: dict[str, str], from_server: bool = False) -> WorkerProc:
+    return spawn_worker(1, cfg.threads_per_instance, env, "edgebench-warm-worker", preload=(backend, cfg.placements[0]),
+                        from_server=from_server)
 
 
 def _check_accuracy_feeds(prepared: Prepared, feeds: dict[str, np.ndarray]) -> None:
@@ -437,7 +440,9 @@ class _Run:
         if self.pool is None:
             return "fresh"
         reused = sum(1 for c in self.children if c.w.rows > 0)
-        return f"warm: {reused} of {len(self.children)} reused"
+        forked = sum(1 for c in self.children if c.w.forked)
+        return f"warm: {reused} of {len(self.children)} reused" + (f", {forked} forked from the framework server"
+                                                                  if forked else "")
 
     def _left(self, child: _Child) -> bool:
         """Done with the row: a fresh worker exited, a warm one closed its sessions (it stays for the next row)."""
@@ -483,7 +488,8 @@ class _Run:
         cfg = self.cfg
         groups = [(i,) for i in range(cfg.instances)] if cfg.mode == "process" else [tuple(range(cfg.instances))]
         if self.pool is not None and self.key is not None:
-            spawn = functools.partial(_spawn_warm, cfg, self.prepared.backend, self.child_env)
+            spawn = functools.partial(_spawn_warm, cfg, self.prepared.backend, self.child_env,
+                                      self.pool.fork_from_server)
             workers = self.pool.take(self.key, cfg.placements, spawn, run_identity(cfg))
             self.notes += self.pool.notes  # idle workers retired to make room on the device
         else:

@@ -93,8 +93,9 @@ class WarmPool:
     """Idle warm workers of one pool key, handed to rows and taken back."""
 
     def __init__(self, sizes: Mapping[tuple[Any, ...], int] | None = None,
-                 free_mib: Callable[[str], float | None] = free_memory_mib) -> None:
+                 free_mib: Callable[[str], float | None] = free_memory_mib, fork_from_server: bool = False) -> None:
         self.sizes = dict(sizes or {})  # pool key -> the most workers the key's block of rows ahead needs
+        self.fork_from_server = fork_from_server  # run.worker_start: forkserver (runner/child_process.server_context)
         self.key: tuple[Any, ...] | None = None
         self.idle: list[WorkerProc] = []
         self.busy: list[WorkerProc] = []

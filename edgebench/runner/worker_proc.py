@@ -43,6 +43,7 @@ class WorkerProc:
     rows: int = 0  # rows this process finished before (0: a fresh process)
     placement: str = ""  # what its last job ran on (a warm worker is given the same placement again)
     primed: bool = False
+    forked: bool = False  # forked from the framework server (run.worker_start: forkserver), not spawned
     unfit: bool = False  # said it must not be reused (a session that did not close)
     ran: set[str] = field(default_factory=set)  # run_identity of every row it finished (never given one again)
     exited: bool = False
@@ -70,13 +71,15 @@ class WorkerProc:
 
 
 def spawn_worker(slots: int, threads: int, env: dict[str, str], name: str,
-                 preload: tuple[str, str] | None = None) -> WorkerProc:
+                 preload: tuple[str, str] | None = None, from_server: bool = False) -> WorkerProc:
     """Start a worker process in its own process group. `env` (thread caps, e.g. the MPS pipe folder) holds before
-    it imports anything; `preload` = (backend, device): import that backend's framework at once and say Primed."""
+    it imports anything; `preload` = (backend, device): import that backend's framework at once and say Primed.
+    `from_server` (run.worker_start: forkserver): fork it from the framework server instead, where there is one for
+    this backend and no `env` is asked for (child_process.server_context)."""
     ctx = child_process.context()
     parent_end, child_end = ctx.Pipe(duplex=True)
     stop_raw, counts_raw = ctx.RawArray("b", 1), ctx.RawArray("q", max(1, slots))
-    modules = server_modules(preload[0]) if preload is not None and not env else None
+    modules = server_modules(preload[0]) if from_server and preload is not None and not env else None
     server = modules is not None and child_process.server_context(modules) is not None
     try:
         if server:  # forked from the framework server: serve() sets its thread caps before the framework's first use
@@ -87,7 +90,7 @@ def spawn_worker(slots: int, threads: int, env: dict[str, str], name: str,
                                         name=name, env={**worker.thread_env(threads), **env})
     finally:
         child_end.close()
-    return WorkerProc(child, parent_end, stop_raw, counts_raw, slots)
+    return WorkerProc(child, parent_end, stop_raw, counts_raw, slots, forked=server)
 
 
 def serve(conn: Any, stop_raw: Any, counts_raw: Any, threads: int, parent_pid: int | None,

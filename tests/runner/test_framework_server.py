@@ -1,6 +1,6 @@
-"""Warm workers forked from the framework server (runner/child_process.server_context): whose child they are, the
-backend whose framework the server did not import, EDGEBENCH_WORKER_START=spawn, and that a worker dies with the
-runner. Each case runs in a fresh interpreter: a process has one server, its modules fixed when it starts."""
+"""Warm workers forked from the framework server (run.worker_start: forkserver; runner/child_process.server_context):
+whose child they are, the backend whose framework the server did not import, spawned by default, and that a worker
+dies with the runner. Each case runs in a fresh interpreter: a process has one server, its modules fixed when it starts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import time
 
 from repo_paths import REPO
 
-# starts warm workers of the given backends (in order), prints "pid ppid me" for each once it is primed
+# starts warm workers of the given backends (in order; from the server unless argv[2] is "spawn"), prints
+# "backend pid ppid me" for each once it is primed
 SCRIPT = """
 import os, sys
 from edgebench.runner.messages import Primed
@@ -19,14 +20,14 @@ from edgebench.runner import child_process
 from edgebench.runner.worker_proc import spawn_worker
 workers = []
 for backend in sys.argv[1].split(","):
-    w = spawn_worker(1, 1, {}, "test-worker", preload=(backend, "cpu"))
+    w = spawn_worker(1, 1, {}, "test-worker", preload=(backend, "cpu"), from_server=sys.argv[2] != "spawn")
     workers.append(w)
     msg = w.conn.recv()
     assert isinstance(msg, Primed), msg
     with open(f"/proc/{w.pid}/stat") as fh:
         ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
     print(backend, w.pid, ppid, os.getpid(), flush=True)
-if len(sys.argv) > 2:  # die without a word: SIGKILL, no cleanup of any kind
+if sys.argv[3] == "kill":  # die without a word: SIGKILL, no cleanup of any kind
     os.kill(os.getpid(), 9)
 for line in sys.stdin:
     pass
@@ -34,10 +35,10 @@ child_process.stop([w.child for w in workers], 2.0)
 """
 
 
-def start(backends: str, *, kill_self: bool = False, **env: str) -> tuple[subprocess.Popen, list[list[str]]]:
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, backends, *(["kill"] if kill_self else [])],
+def start(backends: str, *, kill_self: bool = False, how: str = "server") -> tuple[subprocess.Popen, list[list[str]]]:
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, backends, how, "kill" if kill_self else "stay"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO), **env})
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
     lines = []
     for _ in backends.split(","):
         line = proc.stdout.readline().split()  # type: ignore[union-attr]
@@ -70,8 +71,8 @@ def test_a_warm_worker_is_forked_by_the_framework_server_not_by_the_runner():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_edgebench_worker_start_spawn_keeps_workers_children_of_the_runner():
-    proc, [(_b, _pid, ppid, me)] = start("ort", EDGEBENCH_WORKER_START="spawn")
+def test_by_default_a_warm_worker_is_spawned_a_child_of_the_runner():
+    proc, [(_b, _pid, ppid, me)] = start("ort", how="spawn")
     proc.communicate(timeout=60)
     assert ppid == me, proc.stderr
 
@@ -95,3 +96,23 @@ def test_a_worker_forked_by_the_server_dies_with_the_runner():
     while alive(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(int(pid)), f"worker {pid} outlived its runner"
+
+
+def test_a_profile_asking_for_the_server_gets_rows_whose_workers_column_says_so(tmp_path):
+    """`edgebench bench` as a user runs it: run.worker_start: forkserver, two null instances, two repeats; every
+    row measured, its `workers` column naming the forked workers; the default names none."""
+    from cli_runs import cli, cli_env, null_profile, read_rows
+
+    env = cli_env(tmp_path / "cache")
+    for way, forked in (("forkserver", "2 forked from the framework server"), ("spawn", None)):
+        prof = null_profile(tmp_path, f"fs-{way}", sweep={"instances": [2]},
+                            run={"repeats": 2, "worker_start": way} if way != "spawn" else {"repeats": 2})
+        done = cli(env, "bench", "--device", str(prof), "--out", str(tmp_path / way))
+        assert done.returncode == 0, done.stderr
+        (results,) = (tmp_path / way).glob("*/results.csv")
+        rows = read_rows(results)
+        # measured (a null row's short window may still be judged unstable: that is the window, not the start)
+        assert len(rows) == 2 and {r["status"] for r in rows} <= {"ok", "invalid"}, rows
+        for row in rows:
+            assert row["workers"].startswith("warm: ")
+            assert (forked in row["workers"]) if forked else ("forked" not in row["workers"]), row["workers"]
