@@ -46,6 +46,7 @@ from edgebench.models.int8_graph import check_loads, custom_domain_nodes, opset_
 from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.missing_inputs import MissingInputs
 from edgebench.models.model_artifact import ModelArtifact
+from edgebench.models.proposal import propose
 from edgebench.models.spec import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -291,8 +292,6 @@ def onnx_spec(path: str, name: str | None = None, *, shapes: str | dict[str, tup
                        vocab_from_data=bool(data), batch_axis=axes, axes_source=axes_source, values=fixed,
                        values_source=values_source)
     except MissingInputs as exc:  # everything missing in one refusal, with the options that would run it
-        from edgebench.models.proposal import propose
-
         raise propose(path, list(info.inputs), exc, shapes=shape_map, batch_axis=axes, values=fixed,
                       vocab=vocab_map) from None
     inputs = plan.inputs

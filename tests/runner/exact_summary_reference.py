@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from edgebench.runner.backlog import latency_trend
-from edgebench.runner.metrics import MIN_INFERENCES_FOR, PERCENTILES, STALL_FACTOR, Summary, _empty
+from edgebench.runner.jitter_bound import STALL_FACTOR
+from edgebench.runner.metrics import MIN_INFERENCES_FOR, PERCENTILES, Summary, _empty
 
 
 def summarize(instances, batch: int, sub_windows: int) -> Summary:
