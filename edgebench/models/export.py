@@ -20,6 +20,7 @@ torch/onnx loading and the cache record; the external-ONNX import is the same ch
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from dataclasses import dataclass
@@ -168,12 +169,8 @@ def export_onnx(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
 
     source "onnx": the external file, validated and copied into the cache (self-contained).
     """
-    import onnx
-
     if spec.source == "onnx":
         return _import_external(spec, cache)
-    import torch
-
     weights = _weights_file(spec)
     exporter = "torchscript" if spec.opset < DYNAMO_MIN_OPSET else "dynamo"
     # preprocess only shapes labelled inputs, never the ONNX file
@@ -181,9 +178,10 @@ def export_onnx(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
     inputs = {
         "recipe": EXPORT_RECIPE,
         "spec": spec_dict,
-        "torch": torch.__version__,
-        "torchvision": _torchvision_version() if spec.source == "torchvision" else None,
-        "onnx": onnx.__version__,
+        # read without importing them: a cached model costs the harness no torch (~0.5 GB resident; issue 37)
+        "torch": installed_version("torch"),
+        "torchvision": installed_version("torchvision") if spec.source == "torchvision" else None,
+        "onnx": installed_version("onnx"),
         "exporter": exporter,
         "opset": spec.opset,
         "seed": seed,
@@ -476,6 +474,32 @@ def _default_opset(proto: Any) -> int:
 
 def _is_torchvision(spec: ModelSpec) -> bool:
     return is_torchvision(spec.weights)
+
+
+def installed_version(package: str) -> str | None:
+    """The package's __version__ as importing it would give it (torch's '2.14.1+cu130', local tag included), read
+    from its version.py (torch, torchvision write one) or else its installed metadata, without importing it; None
+    when it is not installed."""
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None
+    for folder in spec.submodule_search_locations or ():
+        try:
+            text = (Path(folder) / "version.py").read_text()
+        except OSError:
+            continue
+        if match := re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M):
+            return match.group(1)
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _torchvision_version() -> str | None:

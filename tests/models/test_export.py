@@ -318,3 +318,41 @@ def test_artifact_cache_paths_never_leave_the_cache(tmp_path):
     for kind, filename in (("onnx", "../../x.onnx"), ("..", "m.onnx"), ("onnx", "/etc/x"), ("onnx", "..")):
         with pytest.raises(EdgebenchError, match="is not a plain file name; refused"):
             cache.path_for(kind, {"a": 1}, filename)
+
+
+# ------------------------------------------------------------------ a cached model costs the harness no framework
+
+CACHED_EXPORT = """
+import sys
+from edgebench.models.artifacts import Artifacts
+from edgebench.models.export import export_onnx
+from edgebench.models.spec import load_model_spec
+art = export_onnx(load_model_spec("tiny_cnn"), Artifacts(sys.argv[1]))
+print(art.path, "torch" in sys.modules, "onnx" in sys.modules)
+"""
+
+
+def test_a_cached_export_imports_neither_torch_nor_onnx(tmp_path):
+    """Issue 37: the cache key names the exporter's versions; read from the installed files, not by importing the
+    frameworks (torch alone put ~0.5 GB in the harness process of every sweep). A first process exports (and so
+    imports both); a second finds the same file in the cache and imports neither."""
+    import subprocess
+    import sys
+
+    from repo_paths import REPO
+
+    def run() -> list[str]:
+        done = subprocess.run([sys.executable, "-c", CACHED_EXPORT, str(tmp_path / "cache")], capture_output=True,
+                              text=True, timeout=300, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    first, second = run(), run()
+    assert first[1:] == ["True", "True"]  # built: torch exported it, onnx checked it
+    assert second == [first[0], "False", "False"]  # the same cached file, no framework imported
+
+
+def test_installed_version_reads_what_importing_would_say():
+    assert export.installed_version("torch") == torch.__version__  # the local tag too ('+cpu', '+cu130')
+    assert export.installed_version("onnx") == onnx.__version__
+    assert export.installed_version("no_such_package_here") is None
