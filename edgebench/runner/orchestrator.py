@@ -399,21 +399,22 @@ class _Run:
             self.pool.give_back([c.w for c in self.children], ok=True, instances=cfg.instances)
             self.returned = True
         results = self._results()
-        start_notes = late_stream_start(results, self.stream_origin_ns)
-        return RunOutcome(
-            stamps_dir=self.workdir if self.keep_workdir else "",
-            status="ok",
-            reason="",
-            instances=results,
-            measure_start_ns=self.measure_start_ns,
-            measure_end_ns=self.measure_end_ns,
-            stream_origin_ns=self.stream_origin_ns,
-            timelines=list(self.timelines),
-            threads_per_instance=cfg.threads_per_instance,
-            phase_s=dict(self.phase_s),
-            workers=workers,
-            notes=[*self.notes, *start_notes],
-        )
+        with self._workdir_owned_by_outcome():
+            start_notes = late_stream_start(results, self.stream_origin_ns)
+            return RunOutcome(
+                stamps_dir=self.workdir if self.keep_workdir else "",
+                status="ok",
+                reason="",
+                instances=results,
+                measure_start_ns=self.measure_start_ns,
+                measure_end_ns=self.measure_end_ns,
+                stream_origin_ns=self.stream_origin_ns,
+                timelines=list(self.timelines),
+                threads_per_instance=cfg.threads_per_instance,
+                phase_s=dict(self.phase_s),
+                workers=workers,
+                notes=[*self.notes, *start_notes],
+            )
 
     def _failed(self) -> RunOutcome:
         self._stop_instances()
@@ -421,20 +422,21 @@ class _Run:
         self._stop_samplers()
         assert self.fault is not None
         results = self._results()
-        return RunOutcome(
-            stamps_dir=self.workdir if self.keep_workdir else "",
-            status="failed",
-            reason=self.fault,
-            instances=results,
-            measure_start_ns=self.measure_start_ns,
-            measure_end_ns=self.measure_end_ns,
-            stream_origin_ns=self.stream_origin_ns,
-            timelines=list(self.timelines),
-            threads_per_instance=self.cfg.threads_per_instance,
-            phase_s=dict(self.phase_s),
-            workers=self._workers_text(),
-            notes=list(self.notes),
-        )
+        with self._workdir_owned_by_outcome():
+            return RunOutcome(
+                stamps_dir=self.workdir if self.keep_workdir else "",
+                status="failed",
+                reason=self.fault,
+                instances=results,
+                measure_start_ns=self.measure_start_ns,
+                measure_end_ns=self.measure_end_ns,
+                stream_origin_ns=self.stream_origin_ns,
+                timelines=list(self.timelines),
+                threads_per_instance=self.cfg.threads_per_instance,
+                phase_s=dict(self.phase_s),
+                workers=self._workers_text(),
+                notes=list(self.notes),
+            )
 
     def _workers_text(self) -> str:
         if self.pool is None:
@@ -621,6 +623,16 @@ class _Run:
         self.samplers_stopped = True
         for sampler in self.started:
             self.timelines.append(sampler.stop())
+
+    @contextlib.contextmanager
+    def _workdir_owned_by_outcome(self) -> Iterator[None]:
+        """Around building the outcome that will own the timestamp files (its finalizer removes them): if that
+        raises (a short file, a Ctrl-C), no outcome owns them and cleanup() removes the work folder."""
+        try:
+            yield
+        except BaseException:
+            self.keep_workdir = False
+            raise
 
     def _results(self) -> list[InstanceResult]:
         """Each instance's result; its timestamps stay in the work folder's files (read in chunks), which then

@@ -30,7 +30,8 @@ def one_row(env: dict, tmp_path, name: str, inferences: int) -> dict[str, str]:
 def test_memory_of_harness_and_instance_does_not_grow_with_the_inference_count(env, tmp_path):
     small = one_row(env, tmp_path, "small", 1000)
     large = one_row(env, tmp_path, "large", 5_000_000)
-    assert int(large["inferences"]) >= 5_000_000 and int(small["inferences"]) < 2_000_000
+    # the small row's window is ended by its count, but a loaded CI machine may be late to stop it: compare ratios
+    assert int(large["inferences"]) >= 5_000_000 and int(large["inferences"]) >= 2.5 * int(small["inferences"])
     main_small, main_large = float(small["main_rss_mib_max"]), float(large["main_rss_mib_max"])
     # the timestamps held once would be +76 MiB at 5 million (the old code held them several times: ~+400 MiB); the
     # chunks (8 MiB a column) and their temporaries are what the large row may add (+46 to +77 MiB measured from
