@@ -17,6 +17,7 @@ ran, the first candidate is proposed and the refusal says so.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -42,7 +43,16 @@ def propose(path: str | Path, graph: Sequence[GraphInput], exc: MissingInputs, *
             batch_axis: Mapping[str, int | None], values: Mapping[str, int | float],
             vocab: Mapping[str, int]) -> MissingInputs:
     """`exc` with the options (the given ones merged in) that would run `path` (whose inputs are `graph`), and what
-    trying them said."""
+    trying them said; `exc` as it is when proposing fails (a refusal without a proposal beats a traceback)."""
+    try:
+        return _proposed(path, graph, exc, shapes=shapes, batch_axis=batch_axis, values=values, vocab=vocab)
+    except Exception:  # noqa: BLE001 - an unreadable graph part: the plain refusal still names what is missing
+        return exc
+
+
+def _proposed(path: str | Path, graph: Sequence[GraphInput], exc: MissingInputs, *,
+              shapes: Mapping[str, tuple[int, ...]], batch_axis: Mapping[str, int | None],
+              values: Mapping[str, int | float], vocab: Mapping[str, int]) -> MissingInputs:
     proto = _load(path)
     axes = dict(batch_axis)
     for m in exc.missing:
@@ -137,26 +147,31 @@ def _sizes(g: GraphInputLike, axis: int) -> tuple[int, ...]:
     return TOKEN_LENGTHS if g.dtype.startswith("int") else OTHER_LENGTHS
 
 
-def _constants(proto: Any) -> tuple[dict[str, Any], list[Any]]:
-    """Every constant (initializers, Constant nodes) and every node, subgraphs included."""
+def _constants(proto: Any) -> tuple[dict[str, Any], dict[str, tuple[int, ...]], list[Any]]:
+    """The graph's one-value constants as arrays (initializers and Constant nodes, subgraphs included), every
+    initializer's dims, and every node. Larger tensors are never read: their data may sit in an external file
+    (relative to the model, not to the current folder) and may be gigabytes."""
     import onnx
     from onnx import numpy_helper
 
     consts: dict[str, Any] = {}
+    dims: dict[str, tuple[int, ...]] = {}
     nodes: list[Any] = []
     graphs = [proto.graph]
     while graphs:
         graph = graphs.pop()
         for t in graph.initializer:
-            consts[t.name] = numpy_helper.to_array(t)
+            dims[t.name] = tuple(int(d) for d in t.dims)
+            if math.prod(t.dims) == 1 and t.data_location != onnx.TensorProto.EXTERNAL:
+                consts[t.name] = numpy_helper.to_array(t)
         for node in graph.node:
             nodes.append(node)
             if node.op_type == "Constant":
                 value = next((a.t for a in node.attribute if a.name == "value"), None)
-                if value is not None:
+                if value is not None and math.prod(value.dims) == 1 and value.data_location != onnx.TensorProto.EXTERNAL:
                     consts[node.output[0]] = numpy_helper.to_array(value)
             graphs.extend(a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH)
-    return consts, nodes
+    return consts, dims, nodes
 
 
 def _reaching(name: str, nodes: list[Any]) -> set[str]:
@@ -170,7 +185,7 @@ def _reaching(name: str, nodes: list[Any]) -> set[str]:
 
 
 def _value_candidates(proto: Any, g: GraphInputLike) -> tuple[int, ...]:
-    consts, nodes = _constants(proto)
+    consts, _dims, nodes = _constants(proto)
     names = _reaching(g.name, nodes)
     found: list[int] = []
     for node in nodes:
@@ -186,10 +201,10 @@ def _value_candidates(proto: Any, g: GraphInputLike) -> tuple[int, ...]:
 
 
 def _vocab_candidates(proto: Any, name: str) -> tuple[int, ...]:
-    consts, nodes = _constants(proto)
+    _consts, dims, nodes = _constants(proto)
     names = _reaching(name, nodes)
-    rows = [int(consts[n.input[0]].shape[0]) for n in nodes if n.op_type == "Gather" and len(n.input) > 1
-            and n.input[1] in names and n.input[0] in consts and consts[n.input[0]].ndim >= 1]
+    rows = [dims[n.input[0]][0] for n in nodes if n.op_type == "Gather" and len(n.input) > 1
+            and n.input[1] in names and len(dims.get(n.input[0], ())) >= 1]
     return tuple(dict.fromkeys([min(rows)] if rows else [100, 2]))
 
 

@@ -129,3 +129,29 @@ def test_the_command_line_keeps_the_users_options_and_replaces_the_proposed_ones
     line = command_line(argv, {"--shapes": "input:1x512", "--value": "sr:16000"})
     assert line == expected
     assert shlex.split(line)[0] == "edgebench"
+
+
+def test_a_file_with_its_weights_in_an_external_data_file_gets_the_table_s_rows_from_any_folder(tmp_path,
+                                                                                                  monkeypatch):
+    """Token ids [b, s] into a Gather over a 1000 x 8 table saved as external data, refused from another folder:
+    the proposal reads the table's rows from its dims (never its data, which lies beside the model, not in the
+    current folder), so the refusal proposes --vocab ids:1000 instead of failing with a traceback."""
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from edgebench.models.precision import onnx_spec
+
+    table = numpy_helper.from_array(np.random.default_rng(0).standard_normal((1000, 8)).astype(np.float32), "W")
+    graph = helper.make_graph([helper.make_node("Gather", ["W", "ids"], ["emb"])], "g",
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, ["b", "s"])],
+                              [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["b", "s", 8])], [table])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "m").mkdir()
+    onnx.save(model, str(tmp_path / "m" / "x.onnx"), save_as_external_data=True, location="x.data",
+              size_threshold=0)
+    monkeypatch.chdir(tmp_path)  # the model's folder is m/, not this one
+    with pytest.raises(MissingInputs) as err:
+        onnx_spec("m/x.onnx")
+    assert err.value.proposal.get("--vocab") == "ids:1000", str(err.value)
