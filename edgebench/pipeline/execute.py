@@ -150,7 +150,7 @@ def _written(facts: RowFacts, cfg: RunConfig, row_dir: Path, outcome: Any, label
     phases = clock.record()
     write_row_json(row_dir, cfg, outcome, facts.artifact, facts.prepared.info, phases=phases)
     facts.setup_s = phases["setup"]
-    facts.main_rss_mib_max = peak.mib()
+    facts.main_peak = peak  # read once the row's columns are built (row_steps.harness_columns)
     return facts
 
 

@@ -69,7 +69,7 @@ class RowFacts:
     summary: Summary | None = None  # runner.metrics.summarize of a run that measured
     trend: LatencyTrend | None = None  # runner.backlog.window_trend: a fixed-rate window's latency trend
     setup_s: float | None = None  # pipeline.phases: the row's wall time outside its window and warm-up
-    main_rss_mib_max: float | None = None  # pipeline.main_memory: the harness process's peak during the row
+    main_peak: Any = None  # pipeline.main_memory.RowPeak, started with the row: the harness process's peak
     accuracy: dict[str, Any] = field(default_factory=dict)  # pipeline.execute.accuracy_part: agreement with FP32
     labelled: dict[str, Any] = field(default_factory=dict)  # models.labelled: the data set and its scores
     samplers: tuple[str, ...] = ()  # the telemetry samplers the row ran, in the profile's order
@@ -158,8 +158,11 @@ def load_columns(f: RowFacts, row: Row) -> Columns:
 
 
 def harness_columns(f: RowFacts, row: Row) -> Columns:
-    """The harness process's own peak memory during the row (pipeline.main_memory)."""
-    return {"main_rss_mib_max": f.main_rss_mib_max} if f.main_rss_mib_max is not None else {}
+    """The harness process's own peak memory during the row (pipeline.main_memory), read after the steps that pass
+    over the row's timestamps (load, slo); empty where the kernel kept the peak from the process's start (the
+    column says per row)."""
+    peak = f.main_peak
+    return {"main_rss_mib_max": peak.mib()} if peak is not None and peak.since_row else {}
 
 
 def trend_columns(f: RowFacts, row: Row) -> Columns:
@@ -239,7 +242,6 @@ ROW_STEPS: tuple[RowStep, ...] = (
     RowStep("backend", backend_columns),
     RowStep("metrics", metrics_columns),
     RowStep("telemetry", telemetry_columns),
-    RowStep("harness", harness_columns),
     RowStep("thermal", thermal_columns),
     RowStep("load", load_columns),
     RowStep("trend", trend_columns),
@@ -249,6 +251,7 @@ ROW_STEPS: tuple[RowStep, ...] = (
     RowStep("energy", energy_columns),
     RowStep("calibration", calibration_columns),
     RowStep("slo", slo_columns),
+    RowStep("harness", harness_columns),  # after every step that reads the timestamps
     RowStep("outcome", outcome_columns),
     RowStep("empty_reasons", empty_reasons_columns),
 )

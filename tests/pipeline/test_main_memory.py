@@ -24,3 +24,19 @@ def test_without_proc_the_peak_comes_from_getrusage(tmp_path):
     peak = peak_rss_mib(tmp_path)  # no status file here: getrusage's lifetime peak
     assert 10.0 < peak < 64 * 1024
     assert RowPeak(tmp_path).since_row is False  # no clear_refs to write
+
+
+def test_the_column_is_read_after_the_row_steps_and_left_empty_without_a_per_row_peak(tmp_path):
+    """harness_columns reads the peak when it runs (after load and slo, which pass over the timestamps), and gives
+    no value where the kernel refused the reset (a peak since the process started is not the row's)."""
+    from edgebench.pipeline.row_steps import ROW_STEPS, RowFacts, harness_columns
+
+    names = [s.name for s in ROW_STEPS]
+    assert names.index("harness") > max(names.index("load"), names.index("slo"))
+    refused = RowFacts(row_dir=tmp_path)
+    refused.main_peak = RowPeak(tmp_path)  # no clear_refs here: since_row is False
+    assert harness_columns(refused, None) == {}  # type: ignore[arg-type]
+    real = RowFacts(row_dir=tmp_path)
+    real.main_peak = RowPeak()
+    if real.main_peak.since_row:
+        assert harness_columns(real, None)["main_rss_mib_max"] > 0  # type: ignore[arg-type]
