@@ -39,6 +39,9 @@ def test_tables_of_an_audio_model_say_samples_per_second(tmp_path):
 def test_the_unit_is_decided_from_the_inputs():
     assert rate_unit({"input_shapes": IMAGE}) == "img/s" and rate_unit({"input_shapes": AUDIO}) == "samples/s"
     assert rate_unit({"input_shapes": "input_ids:int64[1x128];attention_mask:int64[1x128]"}) == "samples/s"
+    assert rate_unit({"input_shapes": "images:uint8[1x224x224x3]"}) == "img/s"  # NHWC, as TF-exported models take
+    assert rate_unit({"input_shapes": "state:float32[2x1x128]"}) == "samples/s"
+    assert rate_unit({"input_shapes": "x:float32[1x40x100x7]"}) == "samples/s"  # 7 is no image's channel count
     assert sample_noun([{"input_shapes": IMAGE}, {"input_shapes": AUDIO}]) == "sample"
     assert sample_noun([{"input_shapes": IMAGE}, {}]) == "img"  # an older row without input_shapes: images
     assert in_unit("Per instance (img/s)", "sample") == "Per instance (samples/s)"
