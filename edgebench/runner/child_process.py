@@ -98,17 +98,18 @@ class Child:
 
 def spawn(target: Callable[..., None], args: tuple[Any, ...], *, name: str | None = None,
           env: Mapping[str, str] | None = None, own_group: bool = True,
-          server_modules: Sequence[str] | None = None) -> Child:
+          server_modules: Sequence[str] | None = None, server_env: Mapping[str, str] | None = None) -> Child:
     """Start target(*args) in a spawned process. `env` is set around start(), so it holds before the child imports
     anything (thread caps, the MPS pipe folder); `own_group`: the child leads its own process group and dies with
     this process (see the module docstring) before target runs. `server_modules`: fork it from the framework
     server that imports these (server_context) where there is one; its `env` must then be empty (a forked child has
     the server's environment: a target that needs thread caps sets them itself, before its framework's first use)
-    and it dies with the server, which leaves when this process does."""
+    and it dies with the server, which leaves when this process does. `server_env`: the environment the server
+    starts with if this start starts it (the first worker's thread caps, so the frameworks it imports read them)."""
     ctx = server_context(server_modules) if server_modules is not None and not env else None
     if ctx is not None and own_group:
         proc = ctx.Process(target=_run_in_own_group, args=(target, None, args), name=name)
-        with _no_main_script():
+        with child_env(dict(server_env or {})):  # (child_env also skips the console script, as for spawn)
             proc.start()
         return Child(proc, own_group)
     ctx = context()

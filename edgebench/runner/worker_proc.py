@@ -84,7 +84,7 @@ def spawn_worker(slots: int, threads: int, env: dict[str, str], name: str,
     try:
         if server:  # forked from the framework server: serve() sets its thread caps before the framework's first use
             child = child_process.spawn(serve, (child_end, stop_raw, counts_raw, threads, None, preload), name=name,
-                                        server_modules=modules)
+                                        server_modules=modules, server_env=worker.thread_env(threads))
         else:
             child = child_process.spawn(serve, (child_end, stop_raw, counts_raw, threads, os.getpid(), preload),
                                         name=name, env={**worker.thread_env(threads), **env})

@@ -38,7 +38,8 @@ child_process.stop([w.child for w in workers], 2.0)
 def start(backends: str, *, kill_self: bool = False, how: str = "server") -> tuple[subprocess.Popen, list[list[str]]]:
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT, backends, how, "kill" if kill_self else "stay"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**{k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"},
+                                 "PYTHONPATH": str(REPO)})
     lines = []
     for _ in backends.split(","):
         line = proc.stdout.readline().split()  # type: ignore[union-attr]
@@ -65,6 +66,8 @@ def test_a_warm_worker_is_forked_by_the_framework_server_not_by_the_runner():
     try:
         assert backend == "ort" and ppid != me
         assert "forkserver" in cmdline(int(ppid))  # multiprocessing's server, started by the runner
+        with open(f"/proc/{ppid}/environ", "rb") as fh:  # it imported the framework under the worker's thread caps
+            assert b"OMP_NUM_THREADS=1" in fh.read().split(b"\0")
         assert os.getpgid(int(pid)) == int(pid)  # and still leads a process group of its own
     finally:
         proc.communicate(timeout=60)
