@@ -31,6 +31,9 @@ INTERNAL_USERS = {
     # checks the answer layer's interval of the median and its rank test on known distributions (stated vs actual
     # coverage): it tests a statistical method, it measures no device
     "interval_coverage.py",
+    # measures through the CLI (`edgebench bench`, spawned and forked workers interleaved); imports only the answer
+    # layer's interval of the median to state its per-pair ratios' interval at its real coverage
+    "worker_start.py",
 }
 
 
