@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from edgebench.pipeline.main_memory import RowPeak, peak_rss_mib
+
+ROW_PEAK_SCRIPT = """
+import numpy as np
+from edgebench.pipeline.main_memory import RowPeak
+first = RowPeak()
+block = np.ones(200 * 2**20 // 8)  # 200 MiB, every page touched
+with_block = first.mib()
+del block
+second = RowPeak()
+print(second.since_row, with_block, second.mib())
+"""
 
 
 def test_the_row_peak_sees_an_allocation_and_a_reset_forgets_an_earlier_one():
-    first = RowPeak()
-    block = np.ones(200 * 2**20 // 8)  # 200 MiB, every page touched
-    with_block = first.mib()
-    del block
-    second = RowPeak()
-    if not second.since_row:  # a kernel that refuses the reset: the peak counts from the process's start
-        assert second.mib() >= with_block
+    """In a fresh interpreter: a suite's long-lived process (1.7 GB here in CI) may keep freed pages resident."""
+    import subprocess
+    import sys
+
+    from repo_paths import REPO
+
+    done = subprocess.run([sys.executable, "-c", ROW_PEAK_SCRIPT], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    since_row, with_block, second = done.stdout.split()
+    if since_row != "True":  # a kernel that refuses the reset: the peak counts from the process's start
+        assert float(second) >= float(with_block)
         return
-    assert with_block >= 200.0
-    assert second.mib() < with_block - 150.0  # the earlier row's 200 MiB is not this row's
+    assert float(with_block) >= 200.0
+    assert float(second) < float(with_block) - 150.0  # the earlier row's 200 MiB is not this row's
 
 
 def test_without_proc_the_peak_comes_from_getrusage(tmp_path):
