@@ -162,6 +162,7 @@ def test_parity_failure_raises_and_caches_nothing(tmp_path, monkeypatch):
         real(spec, build_torch_model(spec, seed=99), example, exporter, out)
 
     monkeypatch.setattr(export, "_run_exporter", wrong_model)
+    monkeypatch.setattr(export, "EXPORT_IN_CHILD", False)  # the fault is injected here, not in an export process
     with pytest.raises(ModelError, match=r"tiny_cnn: ONNX output differs from torch .*parity_atol 0.001"):
         export_onnx(load_model_spec("tiny_cnn"), Artifacts(tmp_path), seed=0)
     assert not list(tmp_path.rglob("*.onnx")) and not list(tmp_path.rglob("*.json"))
@@ -332,10 +333,10 @@ print(art.path, "torch" in sys.modules, "onnx" in sys.modules)
 """
 
 
-def test_a_cached_export_imports_neither_torch_nor_onnx(tmp_path):
-    """Issue 37: the cache key names the exporter's versions; read from the installed files, not by importing the
-    frameworks (torch alone put ~0.5 GB in the harness process of every sweep). A first process exports (and so
-    imports both); a second finds the same file in the cache and imports neither."""
+def test_the_harness_imports_neither_torch_nor_onnx_to_export_or_to_find_an_export(tmp_path):
+    """Issue 37: torch alone put ~0.5 GB in the harness process of every sweep. The export runs in a process of its
+    own, and the cache key names the exporter's versions read from the installed files: a first process exports, a
+    second finds the same file in the cache, and neither imports torch or onnx."""
     import subprocess
     import sys
 
@@ -348,8 +349,24 @@ def test_a_cached_export_imports_neither_torch_nor_onnx(tmp_path):
         return done.stdout.split()
 
     first, second = run(), run()
-    assert first[1:] == ["True", "True"]  # built: torch exported it, onnx checked it
+    assert first[1:] == ["False", "False"]  # built, in the export process
     assert second == [first[0], "False", "False"]  # the same cached file, no framework imported
+
+
+def test_an_export_process_that_dies_is_a_model_error_naming_how(tmp_path, monkeypatch):
+    """The export process killed (here: SIGKILL from inside, as the kernel's OOM killer would): the harness gets a
+    ModelError naming the model and the signal, not a hang or an EOFError."""
+    monkeypatch.setattr(export, "_build_export", _killed_export)
+    with pytest.raises(ModelError, match=r"tiny_cnn: the export process died with signal 9 before it finished"):
+        export_onnx(load_model_spec("tiny_cnn"), Artifacts(tmp_path), seed=0)
+
+
+def _killed_export(*_args: object) -> dict:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+    return {}
 
 
 def test_installed_version_reads_what_importing_would_say():
