@@ -82,36 +82,7 @@ def summarize(instances, batch: int, sub_windows: int) -> Summary:
 
 
 def jitter_sigma_pct(ends, edges: np.ndarray) -> float:
-    """One standard deviation of a sub-window's throughput deviation from the window mean, % of the mean, that a
-    stationary closed loop with the row's own per-inference jitter gives (issue 34).
-
-    Model. A closed-loop instance starts its next inference when the last one ends, so its completions form a
-    renewal process: the gaps between consecutive completions are independent draws of one distribution with mean
-    mu_i and coefficient of variation cv_i. The count in a sub-window of length T then has variance
-    ~ (T / mu_i) * cv_i^2 (the renewal central limit theorem; cv = 1 is Poisson, cv = 0 a clock). Instances run
-    independently, so the variances add: Var N = sum_i (n_i * cv_i^2 + 1/6), where n_i is instance i's mean count
-    per sub-window (what a stationary process expects in every one) and 1/6 is the counting granularity the
-    asymptotic formula leaves out: the inference in flight at each of the two edges counts by its elapsed share,
-    a fraction in [0, 1) that, taken as uniform and independent at the two edges, adds 1/12 + 1/12. With
-    n = sum_i n_i, a sub-window's deviation from the mean of K equal sub-windows has standard deviation
-    sqrt(Var N) * sqrt(1 - 1/K) / n. cv_i comes from the instance's gaps within sub-windows, stalls left out
-    (_gap_cv2), so neither a step between sub-windows nor one long pause passes for jitter.
-
-    Checked by simulation (closed loop, lognormal service times, 400 windows each): the renewal term with the true
-    cv gives the observed standard deviation of the deviations within 6% for cv 0.05-1 at 15-600 inferences per
-    sub-window (cv 0.5, 60 per sub-window: 5.86% observed, 5.77% modelled); time-shared counting at the edges adds
-    no measurable variance there, so the 1/6 is an allowance that matters only below ~15 inferences per sub-window.
-    The estimated cv (below) reads 0.99 for a cv of 1 at 60 per sub-window, 0.95 at 15, 0.87 at 5.
-    Measured with the rule (tests/runner/test_stability_interval.py): a stationary process of ~300 inferences in
-    1.5 s, cv 0.5-1, is flagged in 0.8-1.6% of windows (old rule 4-61%); counts of heavy-tailed gaps are skewed,
-    so the 1% of the normal model is slightly exceeded.
-
-    Not covered: jitter correlated over many inferences (slow phases lasting tens of inferences, a clock or
-    scheduler changing state) makes counts vary more than a renewal process does. The model does not explain such
-    phases away: a sub-window they slow by more than the tolerance is still flagged, which is what they are.
-    """
-
-
+    """edgebench.runner.jitter_bound.jitter_sigma_pct as it was, over whole arrays (its docstring has the model)."""
     k = len(edges) - 1
     variance = 0.0
     total = 0.0
