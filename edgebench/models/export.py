@@ -295,9 +295,9 @@ def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | Non
         "spec": spec.to_dict(),
         "versions": {
             "torch": torch.__version__,
-            "torchvision": _torchvision_version(),
+            "torchvision": installed_version("torchvision"),
             "onnx": onnx.__version__,
-            "onnxscript": _onnxscript_version() if exporter == "dynamo" else None,
+            "onnxscript": installed_version("onnxscript") if exporter == "dynamo" else None,
             "onnxruntime": onnxruntime.__version__,
         },
         "exporter": exporter,
@@ -556,19 +556,3 @@ def installed_version(package: str) -> str | None:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _torchvision_version() -> str | None:
-    try:
-        import torchvision
-    except ImportError:
-        return None
-    return str(torchvision.__version__)
-
-
-def _onnxscript_version() -> str | None:
-    try:
-        import onnxscript
-    except ImportError:
-        return None
-    return str(onnxscript.__version__)
