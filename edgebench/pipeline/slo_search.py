@@ -14,7 +14,8 @@ below it and the answer says it is a lower bound. A skipped probe (the backend o
 ends that search with its reason.
 
 Each stream count is measured run.slo_repeats times (R, default 3; --slo-repeats), each repeat a row of its own
-with processes of its own (the warm pool never gives a repeat workers of another) and, under random or poisson
+with processes of its own (the warm pool never gives a worker a configuration it ran, whatever the repeat; it keeps
+count x R workers, so the next count's repeats reuse them and start only the extra streams) and, under random or poisson
 arrivals, phases / gaps drawn afresh (the arrival seed depends on the repeat). A count is accepted (met) only when
 every repeat met the SLO; the first repeat that does not meet ends that count (its verdict is the count's), so only
 counts that meet cost R rows. The probe rows of search k (run.repeats: k = the plan's repeat) carry repeat
@@ -25,7 +26,8 @@ latency growth its window cannot exclude (the latency trend's upper bound x hori
 must stay within the SLO. A probe whose window cannot tell (p99 meets, the bound breaks the SLO, the growth is not
 proven) is run again with a longer window (runner.load.horizon_window_s: at least twice as long, at most
 run.max_duration_s), each window a row of its own; past max_duration_s the count stays `unmeasured`, never met.
-A later repeat of the count starts at the window the last one needed.
+A later repeat of the count starts at the window the last one needed, a larger count at the longest a smaller
+one needed.
 
 Capacity first. Before its probes a search measures what the device serves: a closed-loop row (every instance
 issues its next inference when the last ends) at the search's first count, the sweep's smallest instance count.
@@ -145,6 +147,16 @@ def capacity_of(streams: int, row: dict[str, Any] | None) -> tuple[Capacity | No
     return Capacity(inferences / window, f"closed loop at {streams} streams"), ""
 
 
+def first_window_s(needed_s: dict[int, float], streams: int) -> float | None:
+    """The window a probe at `streams` starts with (None: the config's own), from the windows earlier counts
+    needed (`needed_s`: count -> the window its last repeat ran to bound the growth): this count's own, else the
+    longest a smaller count needed. Nearer the capacity bounding the growth takes no shorter a window, and every
+    window too short costs a row of set-up; a longer first window never changes a verdict."""
+    if streams in needed_s:
+        return needed_s[streams]
+    return max((w for n, w in needed_s.items() if n < streams), default=None)
+
+
 def search_key(cfg: RunConfig) -> str:
     """Configs that differ only in their instance count belong to one search (option sets and GPU sharing
     modes are different searches)."""
@@ -188,8 +200,11 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
 
     def row_of(cfg: RunConfig) -> dict[str, Any] | None:
         skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
+        # the count's repeats each need processes that never ran it: the warm pool keeps (and primes, in parallel
+        # with this row's start) instances x repeats, so a later count reuses them instead of starting its own
         written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
-                            idle_power_w=idle_power_w, on_start=on_start, session=session)
+                            idle_power_w=idle_power_w, on_start=on_start, session=session,
+                            workers_ahead=cfg.instances * repeats)
         if written:
             return written[0]
         done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]  # --resume: measured before
@@ -198,7 +213,7 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
     window_for: dict[int, float] = {}  # the window a count's last repeat needed: its next repeat starts there
 
     def measure(n: int, j: int) -> Probe:
-        duration = window_for.get(n)
+        duration = first_window_s(window_for, n)
         windows: list[float] = []
         while True:
             cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count), repeat=base.repeat * repeats + j,

@@ -144,3 +144,24 @@ def test_every_probe_of_a_search_runs_in_one_sweep_session(tmp_path, artifact_ca
                                       "1000", "--max-streams", "4", "--slo-repeats", "2")
     assert len(rows) == 5, search["probes"]  # the capacity row, then 2 and 4 streams, 2 repeats each
     assert len(baselines) == 1
+
+
+def test_warm_repeats_reuse_the_processes_of_the_count_below(tmp_path, artifact_cache, tiny_onnx, capsys):
+    """With warm workers, each repeat of a count still runs in processes that never ran that count, but the pool
+    keeps count x repeats of them: the next count's repeats reuse them and start only the streams added. 2 then 4
+    streams, 3 repeats each, after the 2-stream capacity row: 4 x 3 = 12 processes in all, where a pool sized to
+    one row's instances started 16 (every repeat of 2 and of 4 but the first started its own)."""
+    profile = serial_slo_profile(tmp_path, "slowarm", serial_options(tmp_path, 0.0002), warmup_s=0.05,
+                                 duration_s=0.2, max_duration_s=3.0, stability_tolerance_pct=90.0, workers="warm")
+    _run, (search,), rows = slo_bench(artifact_cache.root, profile, tmp_path / "runs", "--rate", "300", "--slo-ms",
+                                      "1000", "--max-streams", "4", "--horizon-s", "60")
+    assert search["answer"] == "at least 4", search["probes"]
+    assert [(r["instances"], r["repeat"]) for r in rows] == [
+        ("2", "0"), ("2", "0"), ("2", "1"), ("2", "2"), ("4", "0"), ("4", "1"), ("4", "2")]
+
+    def started_for(row: dict[str, str]) -> int:  # "warm: k of n reused": n - k processes new to this row
+        k, n = row["workers"].removeprefix("warm: ").split(" reused")[0].split(" of ")
+        return int(n) - int(k)
+
+    assert sum(started_for(r) for r in rows) == 12, [r["workers"] for r in rows]
+    assert rows[4]["workers"] == "warm: 4 of 4 reused"  # the first repeat at 4 runs in the 2-stream processes
