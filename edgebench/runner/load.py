@@ -142,9 +142,14 @@ def horizon_window_s(p99_ms: float | None, slo_ms: float, horizon_s: float, slop
 
     The interval's half-width w shrinks with the window T: on a stable queue about as T^-1.5 (20 bins of
     T/20 each, each bin's median from ~T inferences), under overload about as T^-0.5 (the backlog is a random
-    walk with drift). Met needs slope + w <= allowed = (slo - p99) / horizon; a slope at or above that can only
-    become a proven growth, which needs w <= slope / 3 (the lower bound then proves 2/3 of the growth, more than
-    a backlog growing from empty has as its median). Past max_duration_s the count stays unmeasured."""
+    walk with drift). Met needs slope + w <= allowed = (slo - p99) / horizon. While the interval still holds a
+    growth the horizon allows (its lower bound under `allowed`), the next window is sized for a queue that meets:
+    its slope taken as the one measured but at most allowed / 2 (a short window's slope is mostly noise: on an
+    H200 a 1.5 s window at 31 streams read 0.13 [-0.13, 0.39] ms/s where 60 s read 0.000 [-0.001, 0.001], and
+    sizing for that 0.13 asked for the 60 s at once, where ~10 s could tell). If that window cannot tell either,
+    the next is sized from its narrower interval. An interval wholly above `allowed` can only become a proven
+    growth, which needs w <= slope / 3 (the lower bound then proves 2/3 of the growth, more than a backlog growing
+    from empty has as its median). Past max_duration_s the count stays unmeasured."""
     if (horizon_s <= 0 or p99_ms is None or p99_ms > slo_ms or slope_ms_per_s is None or lo_ms_per_s is None
             or hi_ms_per_s is None or window_s <= 0):
         return None
@@ -154,8 +159,9 @@ def horizon_window_s(p99_ms: float | None, slo_ms: float, horizon_s: float, slop
     if window_s >= 0.95 * max_duration_s:
         return None
     width = max(hi_ms_per_s - slope_ms_per_s, 1e-9)
-    if slope_ms_per_s < allowed:
-        need = window_s * 1.3 * (width / (allowed - slope_ms_per_s)) ** (2 / 3)
+    if lo_ms_per_s < allowed:
+        meets_slope = max(0.0, min(slope_ms_per_s, allowed / 2))
+        need = window_s * 1.3 * (width / (allowed - meets_slope)) ** (2 / 3)
     else:
         need = window_s * 1.3 * (width / max(slope_ms_per_s / 3, 1e-9)) ** 2
     return min(max_duration_s, max(2 * window_s, need))

@@ -161,3 +161,14 @@ def test_windows_run_longer_are_shown_with_the_probes():
     p = Probe(4, "met", 30.0, "ok", windows_s=[8.2, 16.5])
     counted = Probe(4, "met", 30.0, "ok", repeats=[p, Probe(4, "met", 20.0, "ok", windows_s=[16.4])])
     assert describe_probes([counted]) == "4:met p99=30/20ms windows=8.2+16.5s"
+
+
+def test_a_probe_starts_at_the_window_its_count_or_a_smaller_one_needed():
+    from edgebench.pipeline.slo_search import first_window_s
+
+    assert first_window_s({}, 30) is None  # nothing needed yet: the config's own window
+    needed = {28: 4.5, 30: 7.7}
+    assert first_window_s(needed, 30) == 7.7  # a later repeat: where the count's last one ended
+    assert first_window_s(needed, 31) == 7.7  # a larger count: the longest a smaller one needed
+    assert first_window_s(needed, 29) == 4.5
+    assert first_window_s(needed, 27) is None  # a smaller count starts short
