@@ -166,6 +166,12 @@ if [ "$PART" = arrivals ]; then
   { echo "SLO search by arrival model: $MODEL $BACKEND $PRECISION b1 on $ACCEL, streams of ${RATE}/s, p99 <= $SLO_MS ms over a ${HORIZON_S} s horizon on every one of $SLO_REPEATS repeat(s) per count, $SEARCHES search(es) each (latency from the scheduled arrival; one process per stream)"
     $PY benchmarks/gpu_slo_table.py --arrivals --slo-repeats "$SLO_REPEATS" "${dirs[@]}"
   } | tee "$OUT/slo-arrivals-table.txt"
+  for d in "${dirs[@]}"; do  # latency over the window of the probes at N and N+1 (issue 35), one figure per search
+    rep="$OUT/report-$(basename "$d")"
+    timeout "${REPORT_TIMEOUT_S:-45}" $PY -m edgebench report "$d" --out "$rep" --formats png --max-timelines 0 \
+      >"$OUT/report.log" 2>&1 && cp "$rep"/figures/slo_window*.png "$OUT/" 2>/dev/null
+    rm -rf "$rep"
+  done
   exit 0
 fi
 

@@ -127,6 +127,7 @@ def test_the_arrivals_part_runs_each_arrival_model_and_prints_searches_and_repea
         assert " | ".join(answers[a]) in line, line
     details = [line for line in lines if ", search " in line]
     assert len(details) == 4
+    assert len(list(out.glob("slo_window*.png"))) >= 2, (out / "report.log").read_text()  # latency over the window
     for line in details:  # each repeat's p99 at N (a count that met ran both repeats)
         n, p99s = re.search(r"N=(.+?) p99 ([^;]+);", line).groups()
         if n != "0":
