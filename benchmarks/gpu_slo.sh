@@ -8,7 +8,8 @@
 # The bench gets BUDGET_S seconds (default 380) and is then interrupted with SIGINT (the orchestrator kills its
 # instances, the MPS daemon is quit, written rows stay); a search it cut shows as `incomplete` in the table,
 # rebuilt from its probe rows. Knobs (env): START (first stream count, 16), MAX_STREAMS (40, under MPS's 48
-# clients), RATE (30), SLO_MS (33), SHARING (time-slicing,mps), OPTION_SETS ('[{}, {cuda_graph: true}]'),
+# clients), RATE (30), SLO_MS (33), SEED (0: run.seed, what random phases are drawn from; another call's searches
+# draw afresh with another), SHARING (time-slicing,mps), OPTION_SETS ('[{}, {cuda_graph: true}]'),
 # MODEL/BACKEND/PRECISION/ACCEL/EXTENDS/SAMPLERS (resnet50/torch/fp16/cuda:0/dgpu/[nvml, host]; the CPU test
 # of this script runs it with the null backend), DURATION_S (1.0) / MAX_DURATION_S (60): a probe's window runs
 # until it holds the 662 inferences a p99 needs (at 16 streams of 30/s: 1.4 s), and longer, up to MAX_DURATION_S,
@@ -61,7 +62,7 @@ else  # issue 19's one-draw search, as it ran then: even arrivals, one search, o
   ARRIVALS=${ARRIVALS:-even}; SEARCHES=${SEARCHES:-1}; SLO_REPEATS=${SLO_REPEATS:-1}
 fi
 BUDGET_S=${BUDGET_S:-380}; START=${START:-16}; MAX_STREAMS=${MAX_STREAMS:-40}; RATE=${RATE:-30}; SLO_MS=${SLO_MS:-33}
-HORIZON_S=${HORIZON_S:-600}
+HORIZON_S=${HORIZON_S:-600}; SEED=${SEED:-0}
 WARMUP_S=${WARMUP_S:-0.5}
 SHARING=${SHARING:-time-slicing,mps}; OPTION_SETS=${OPTION_SETS:-'[{}, {cuda_graph: true}]'}
 MODEL=${MODEL:-resnet50}; BACKEND=${BACKEND:-torch}; PRECISION=${PRECISION:-fp16}; ACCEL=${ACCEL:-cuda:0}
@@ -88,6 +89,7 @@ run:
   max_duration_s: $MAX_DURATION_S
   min_inferences: 662
   repeats: $SEARCHES
+  seed: $SEED
   slo_repeats: $SLO_REPEATS
   kernel_profile_steps: 0
   accuracy_samples: 0

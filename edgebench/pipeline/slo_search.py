@@ -26,8 +26,9 @@ latency growth its window cannot exclude (the latency trend's upper bound x hori
 must stay within the SLO. A probe whose window cannot tell (p99 meets, the bound breaks the SLO, the growth is not
 proven) is run again with a longer window (runner.load.horizon_window_s: at least twice as long, at most
 run.max_duration_s), each window a row of its own; past max_duration_s the count stays `unmeasured`, never met.
-A later repeat of the count starts at the window the last one needed, a larger count at the longest a smaller
-one needed.
+A later repeat of the count starts at the window the last one needed (for one that met: the window its interval says
+would have sufficed, runner.load.enough_window_s, so a stall that sent one window long does not send every later
+one), a larger count at the longest a smaller one needed.
 
 Capacity first. Before its probes a search measures what the device serves: a closed-loop row (every instance
 issues its next inference when the last ends) at the search's first count, the sweep's smallest instance count.
@@ -71,7 +72,7 @@ from edgebench.pipeline.slo_decide import (
 )
 from edgebench.pipeline.sweep import SweepSession, run_sweep, sweep_session
 from edgebench.runner.backlog import GROWTH_MARK
-from edgebench.runner.load import P99_FLOOR, horizon_window_s
+from edgebench.runner.load import P99_FLOOR, enough_window_s, horizon_window_s
 from edgebench.runner.metrics import NOT_SUSTAINED_MARK
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,7 +226,12 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
             if probe.longer_s is None:
                 break
             duration = probe.longer_s  # the window could not bound the growth over the horizon: a longer one
-        if duration is not None:
+        enough = enough_window_s(row.get("latency_ms_p99"), row.get("slo_ms") or 0.0, row.get("slo_horizon_s") or 0.0,
+                                 row.get("latency_trend_ms_per_s"), row.get("latency_trend_hi_ms_per_s"),
+                                 row.get("window_s") or 0.0) if row is not None and probe.met else None
+        if enough is not None:
+            window_for[n] = enough  # what the window that met says would have sufficed
+        elif duration is not None:
             window_for[n] = duration
         probe.windows_s = windows
         return probe

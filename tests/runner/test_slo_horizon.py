@@ -146,3 +146,20 @@ def test_an_overload_of_one_or_two_percent_is_never_met_and_missed_within_max_du
     runs = [horizon_search(rho, service_ms, arrival, service, seed, slo_ms) for seed in range(DRAWS)]
     assert Counter(v for v, _w in runs) == {"missed": DRAWS}
     assert max(w[-1] for _v, w in runs) <= MAX_S
+
+
+def test_a_window_that_met_says_how_short_a_window_would_have_sufficed():
+    from edgebench.runner.load import enough_window_s
+
+    # the H200's 60 s window at 31 streams (issue 35): 0.0002 ms/s where 0.039 was allowed: ~2.5 s would have told
+    allowed = (33.0 - 9.5) / 600.0
+    assert enough_window_s(9.5, 33.0, 600.0, 0.0, 0.0002, 60.0) == pytest.approx(60.0 * 1.3 * (0.0002 / allowed) ** (2 / 3))
+    assert 2.0 < enough_window_s(9.5, 33.0, 600.0, 0.0, 0.0002, 60.0) < 3.0
+    # never longer than the window that met, whose interval just fits
+    assert enough_window_s(9.5, 33.0, 600.0, 0.0, 0.99 * allowed, 8.0) == 8.0
+    # a positive slope is kept (at most allowed / 2): less room for the interval, a longer window
+    assert enough_window_s(9.5, 33.0, 600.0, 0.01, 0.012, 60.0) > enough_window_s(9.5, 33.0, 600.0, 0.0, 0.002, 60.0)
+    # nothing to say without a horizon, a p99 within the SLO or a trend
+    assert enough_window_s(9.5, 33.0, 0.0, 0.0, 0.0002, 60.0) is None
+    assert enough_window_s(40.0, 33.0, 600.0, 0.0, 0.0002, 60.0) is None
+    assert enough_window_s(9.5, 33.0, 600.0, None, None, 60.0) is None
