@@ -80,8 +80,32 @@ class FigureData:
         return [(s.label, p.x, p.y) for s in self.series for p in s.points if p.status == "invalid"]
 
 
+def short_placement(placement: Any) -> str:
+    """A row's placement column for a title or a file name: runs of one placement counted, 'cuda:0+cuda:0+dla0'
+    -> '2xcuda:0+dla0' (a 28-stream SLO probe's column is 28 'cuda:0' joined)."""
+    parts = str(placement).split("+")
+    out: list[list[Any]] = []
+    for part in parts:
+        if out and out[-1][0] == part:
+            out[-1][1] += 1
+        else:
+            out.append([part, 1])
+    return "+".join(p if n == 1 else f"{n}x{p}" for p, n in out)
+
+
+SLUG_MAX = 150  # a file name holds 255 bytes; a stem gets suffixes (_single.png, .caption.tex) after it
+
+
 def slug(*parts: Any) -> str:
-    return "_".join(_SLUG.sub("-", str(p)).strip("-") for p in parts if str(p) != "")
+    """File-name stem of parts joined with '_'; one longer than SLUG_MAX (28 placements 'cuda-0+cuda-0+...' made
+    a 700-byte name, and `report` died with 'File name too long') is cut and ends in a hash of the whole, so two
+    stems that share their start stay apart."""
+    whole = "_".join(_SLUG.sub("-", str(p)).strip("-") for p in parts if str(p) != "")
+    if len(whole) <= SLUG_MAX:
+        return whole
+    import hashlib
+
+    return f"{whole[:SLUG_MAX - 13]}-{hashlib.sha256(whole.encode()).hexdigest()[:12]}"
 
 
 def coverage_words(coverages: Iterable[float | None], lower_bound: bool = False) -> str:

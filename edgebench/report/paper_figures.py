@@ -27,7 +27,7 @@ from typing import Any
 
 from edgebench.answer.candidates import Candidate, LeftOut, candidates, setups
 from edgebench.answer.intervals import METHOD, Interval, ratio_ci
-from edgebench.report.figure import coverage_words, slug
+from edgebench.report.figure import coverage_words, short_placement, slug
 from edgebench.report.paper_style import WIDTHS, new_figure, precision_color, save, style, write_caption
 from edgebench.report.table_format import precision_rank
 from edgebench.results.confine import link_problem
@@ -64,7 +64,7 @@ class Group:
 
     def words(self) -> str:
         k = self.key
-        parts = [self.model, str(k.get("backend")), f"{k.get('instances')} inst.", str(k.get("placement"))]
+        parts = [self.model, str(k.get("backend")), f"{k.get('instances')} inst.", short_placement(k.get("placement"))]
         for name in ("options", "power_mode", "gpu_sharing"):
             if k.get(name):
                 parts.append(f"{name} {k[name]}")
@@ -74,7 +74,7 @@ class Group:
 
     def stem(self, kind: str) -> str:
         k = self.key
-        return slug(kind, self.model, k.get("backend"), f"n{k.get('instances')}", k.get("placement"),
+        return slug(kind, self.model, k.get("backend"), f"n{k.get('instances')}", short_placement(k.get("placement")),
                     k.get("options") or "", k.get("power_mode") or "", k.get("gpu_sharing") or "",
                     "" if k.get("scenario") in (None, "closed-loop") else k.get("scenario"), self.setup)
 

@@ -57,3 +57,18 @@ def test_one_configuration_shape_draws_nothing_per_batch_and_points_to_the_table
     runs = load_runs([make_run(tmp_path / "one", [row(0, "fp32", 1, 100.0, energy=3.0), row(1, "int8", 1, 180.0, energy=2.0)])])
     for figs in (throughput_vs_batch(runs), latency_vs_batch(runs), energy_vs_batch(runs)):
         assert len(figs) == 1 and "see the results and repeats tables" in (figs[0].absent_reason or "")
+
+
+def test_a_figure_name_stays_a_file_name_however_many_placements_a_row_has(tmp_path):
+    """A 28-stream SLO probe's placement column is 28 'cuda:0' joined: its paper figure's name was 700 bytes, and
+    `edgebench report` died with 'File name too long' on the GPU (issue 35's search). Runs of one placement are
+    counted, and a stem still too long is cut and ends in a hash of the whole."""
+    from edgebench.report.figure import SLUG_MAX, short_placement, slug
+
+    assert short_placement("+".join(["cuda:0"] * 28)) == "28xcuda:0"
+    assert short_placement("cuda:0+cuda:0+dla0+dla1+dla1") == "2xcuda:0+dla0+2xdla1"
+    assert short_placement("cpu") == "cpu"
+    long_a, long_b = slug("latency", "x" * 300, "a"), slug("latency", "x" * 300, "b")
+    assert len(long_a) == SLUG_MAX and long_a != long_b and long_a.startswith("latency_xxx")
+    assert slug("latency", "resnet50", "n28") == "latency_resnet50_n28"  # short ones as before
+    (tmp_path / f"{long_a}_single.caption.tex").write_text("fits")  # a file system takes the name with its suffix
