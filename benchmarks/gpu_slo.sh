@@ -33,14 +33,15 @@
 # bench per arrival model, each given BUDGET_S / (number of models) seconds. It prints one table last: arrival x
 # options x sharing, the N each search found, the first N that failed and each repeat's p99 there and at N
 # (benchmarks/gpu_slo_table.py --arrivals, which also joins the run folders of several calls).
-# What fits one device call of <= 9 min: every repeat of a count runs in processes of its own (3 x 28-36 torch
-# processes per count; MPS rows never reuse workers, so every MPS probe starts 28-36 fresh ones, ~10-20 s), so the
-# whole matrix (2 arrivals x eager/graph x time-slicing/MPS x 3 searches, >= 100 probes) takes several calls. The
-# defaults are call 1, the count the issue found fragile: cuda_graph, time-slicing (OPTION_SETS '[{cuda_graph: true}]',
-# SHARING time-slicing), streams 28..36 (START 28, MAX_STREAMS 36: the issue's capacity is ~32), first windows of
-# >= 0.7 s (DURATION_S; 662 inferences at 28 x 30/s take 0.79 s), run longer up to MAX_DURATION_S while they cannot
-# bound the growth over HORIZON_S (near capacity 10-60 s each: with SLO_REPEATS 3 one search can fill a call; give
-# SEARCHES=1 and several calls), warm-up 0.3 s, BUDGET_S 450. The other calls:
+# What fits one device call of <= 9 min: every repeat of a count runs in processes that never ran it; the warm pool
+# keeps count x SLO_REPEATS of them, so a larger count reuses them (the first search of a call starts 84 torch
+# processes at 28 streams: ~90 s on an H200). MPS rows never reuse workers: every MPS probe starts its own (~53 s at
+# 44 streams). The defaults are the count the issue found fragile: cuda_graph, time-slicing (OPTION_SETS
+# '[{cuda_graph: true}]', SHARING time-slicing), streams 28..36 (START 28, MAX_STREAMS 36: the capacity is ~31-32),
+# first windows of >= 0.7 s (DURATION_S; 662 inferences at 28 x 30/s take 0.79 s), run longer up to MAX_DURATION_S
+# while they cannot bound the growth over HORIZON_S (2-10 s near capacity, 25-60 s after a stall), warm-up 0.3 s,
+# BUDGET_S 450. On an H200 a search took 193-255 s: two fit a call (SEARCHES=2; another call's searches draw
+# afresh with SEED=1, 2, ...), and `check N` (~300 s) another (docs/results/h200-issue35.md). The other calls:
 #   SHARING=mps OUT=$OUT/mps-graph benchmarks/gpu_slo.sh arrivals
 #   OPTION_SETS='[{}]' START=16 MAX_STREAMS=24 OUT=$OUT/ts-eager benchmarks/gpu_slo.sh arrivals   # eager: ~18-21
 #   OPTION_SETS='[{}]' SHARING=mps OUT=$OUT/mps-eager benchmarks/gpu_slo.sh arrivals
