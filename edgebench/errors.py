@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import traceback
 
 
@@ -76,3 +77,19 @@ def exc_text(exc: BaseException, *, first_line: bool = False, limit: int | None 
     """'Type: message' for a reason, a note or an error a user reads; never 'AssertionError: ' with nothing after it
     (exc_message says where a message-less exception was raised)."""
     return f"{type(exc).__name__}: {exc_message(exc, first_line=first_line, limit=limit)}"
+
+
+# ------------------------------------------------------------------ how a child process ended
+
+
+def exit_text(code: int) -> str:
+    """How a child process ended, from its exit code (multiprocessing's: minus the signal number for a signal):
+    'died with SIGKILL', 'died with signal 200' (no such signal), else 'exited with code 3'. The one wording rows,
+    notes and errors use, whichever stage started the child (runner.child_process re-exports it; models.export
+    may not import the runner)."""
+    if code < 0:
+        try:
+            return f"died with {signal.Signals(-code).name}"
+        except ValueError:
+            return f"died with signal {-code}"
+    return f"exited with code {code}"

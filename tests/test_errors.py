@@ -36,3 +36,15 @@ def test_an_instance_reason_of_a_bare_assert_names_its_line():
         _bare_assert(3)
     assert describe(info.value).startswith("AssertionError: no message, raised at ")
     assert "/tests/test_errors.py:" in describe(info.value)
+
+
+def test_one_wording_for_a_dead_child_whichever_stage_started_it():
+    """exit_text lives below every stage: the runner re-exports it, models.export (which may not import the runner)
+    uses it, so an export killed by the OOM killer reads 'died with SIGKILL' like an instance row does."""
+    from edgebench.errors import exit_text
+    from edgebench.runner import child_process
+
+    assert child_process.exit_text is exit_text
+    assert exit_text(-9) == "died with SIGKILL"
+    assert exit_text(-200) == "died with signal 200"
+    assert exit_text(3) == "exited with code 3"

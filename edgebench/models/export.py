@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgebench.errors import ModelError, exc_message, exc_text
+from edgebench.errors import ModelError, exc_message, exc_text, exit_text
 from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
 from edgebench.models.builtin import build_builtin
 from edgebench.models.inputs import GraphInput, synthetic, tensor_dtype, value_dims
@@ -218,7 +218,10 @@ def _build_in_child(spec: ModelSpec, seed: int, exporter: str, weights: Path | N
     except EOFError:
         proc.join(CHILD_EXIT_GRACE_S)
         code = proc.exitcode
-        how = f"died with signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        if code is None:  # the pipe closed, the process did not end: `finally` kills it
+            raise ModelError(f"{spec.name}: the export process closed its pipe without a result and was still "
+                             f"running {CHILD_EXIT_GRACE_S:g} s later") from None
+        how = exit_text(code)  # 'died with SIGKILL', as the runner words its children
         raise ModelError(f"{spec.name}: the export process {how} before it finished (out of memory?)") from None
     finally:
         receive.close()

@@ -12,8 +12,10 @@ workers of a backend whose framework the server did not import are spawned. `spa
 makes the child call os.setsid() before its target runs, so it leads a process group of its own and everything it
 starts (framework helper processes) can be signalled with it; it also dies with this process (Linux:
 PR_SET_PDEATHSIG), since leaving our process group means a signal to our group no longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
-grandchildren go too); `exit_text` says how a child ended, in the words rows use ("died with SIGKILL").
-Only the standard library is imported here: a spawned child unpickles this module before its target.
+grandchildren go too); `exit_text` says how a child ended, in the words rows use ("died with SIGKILL"; it lives in
+edgebench.errors, so that stages below the runner, models.export, word a dead child the same way).
+Only the standard library (and edgebench.errors, itself standard library only) is imported here: a spawned child
+unpickles this module before its target.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+from edgebench.errors import exit_text as exit_text  # re-exported: callers name it child_process.exit_text
 
 JOIN_AFTER_KILL_S = 5.0  # how long a SIGKILLed child gets to be reaped
 _ENV_LOCK = threading.Lock()
@@ -137,16 +141,6 @@ def stop(children: Sequence[Child], grace_s: float, *, terminate: bool = True) -
         child.signal_group(signal.SIGKILL)
     for child in running:
         child.join(JOIN_AFTER_KILL_S)
-
-
-def exit_text(code: int) -> str:
-    """How a child ended, from its exit code: 'died with SIGKILL' (a signal), else 'exited with code 3'."""
-    if code < 0:
-        try:
-            return f"died with {signal.Signals(-code).name}"
-        except ValueError:
-            return f"died with signal {-code}"
-    return f"exited with code {code}"
 
 
 @contextlib.contextmanager

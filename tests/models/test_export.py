@@ -357,7 +357,7 @@ def test_an_export_process_that_dies_is_a_model_error_naming_how(tmp_path, monke
     """The export process killed (here: SIGKILL from inside, as the kernel's OOM killer would): the harness gets a
     ModelError naming the model and the signal, not a hang or an EOFError."""
     monkeypatch.setattr(export, "_build_export", _killed_export)
-    with pytest.raises(ModelError, match=r"tiny_cnn: the export process died with signal 9 before it finished"):
+    with pytest.raises(ModelError, match=r"tiny_cnn: the export process died with SIGKILL before it finished"):
         export_onnx(load_model_spec("tiny_cnn"), Artifacts(tmp_path), seed=0)
 
 
