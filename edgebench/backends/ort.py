@@ -13,11 +13,18 @@ core, fp16/int8 only: the EP turns DLA on only with one of them, and then always
 are passed only where the running onnxruntime knows them (TRT_EP_OPTION_SINCE). onnxruntime-gpu lists TensorrtExecutionProvider even where TensorRT is absent (the provider loads
 libnvinfer only when a session is created), so supports() also checks that libnvinfer can be loaded.
 TensorRT engines are cached under <cache>/ort-trt/ (keyed by ORT itself on the model and GPU).
+
+A session logs ORT's warnings (nodes not assigned to the requested provider, an initializer no node uses) only where
+the instance's stderr is already a file (`2> run.log`, the remote agent's launch log; an instance inherits the
+harness's stderr): ORT's C++ logger writes to file descriptor 2 itself, and on a terminal or a pipe those build
+warnings would flood the console of every row, so there it logs errors only (session_log_severity).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from edgebench.backends import trt_logic  # module-qualified: tests stand in for the board probes
@@ -111,6 +118,19 @@ def trt_provider_options(device: str, precision: str, cache_dir: str,
         have = ort_version_tuple(ort_version)
         opts = {k: v for k, v in opts.items() if have >= TRT_EP_OPTION_SINCE[k]}
     return "TensorrtExecutionProvider", opts
+
+
+ORT_WARNING, ORT_ERROR = 2, 3  # ORT's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
+
+
+def session_log_severity(fd: int = 2) -> int:
+    """The log_severity_level of this process's sessions: warnings where `fd` (stderr, to which ORT's C++ logger
+    writes) is a regular file, a log the user reads later; errors only on a terminal, a pipe (the console, a
+    subprocess's captured output), /dev/null, or where it cannot be told."""
+    try:
+        return ORT_WARNING if stat.S_ISREG(os.fstat(fd).st_mode) else ORT_ERROR
+    except OSError:
+        return ORT_ERROR
 
 
 def provider_for(device: str) -> tuple[str, dict[str, Any]] | None:
@@ -238,7 +258,7 @@ class OrtSession:
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.log_severity_level = 3
+        so.log_severity_level = session_log_severity()  # warnings only where stderr is a log file
         providers: list[Any] = [(name, opts)]
         if name == "TensorrtExecutionProvider":  # nodes TensorRT rejects run on the CUDA EP
             providers.append(("CUDAExecutionProvider", {"device_id": opts["device_id"]}))

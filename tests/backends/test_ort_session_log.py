@@ -1,0 +1,121 @@
+"""ONNX Runtime's session warnings (issue 37): kept where an instance's stderr is already a log file, never printed on
+the console. ORT's C++ logger writes to file descriptor 2 itself, so this is measured with real sessions in child
+processes whose stderr is a file or a pipe: one OrtSession, then `edgebench run --onnx` (its instance a worker
+process that inherits the harness's stderr)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runs import cli_env, one_row, run
+from repo_paths import REPO
+
+from edgebench.backends.ort import ORT_ERROR, ORT_WARNING, session_log_severity
+
+UNUSED = "unused_weight"
+WARNING_LINE = f"Removing initializer '{UNUSED}'"  # ORT 1.x, graph.cc CleanUnusedInitializersAndNodeArgs, [W:...]
+
+
+def classifier_with_an_unused_initializer(path: Path) -> Path:
+    """pixels [batch, 3, 16, 16] -> Conv-Relu-GlobalAveragePool-Flatten-Gemm -> logits [batch, 10], plus an
+    initializer no node reads: ORT's CPU provider warns that it removes it, at every session it builds."""
+    onnx = pytest.importorskip("onnx", reason="the test graph is written with onnx.helper")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w"),
+             numpy_helper.from_array(rng.standard_normal((8, 10)).astype(np.float32), "fc"),
+             numpy_helper.from_array(np.zeros(10, np.float32), "b"),
+             numpy_helper.from_array(np.ones(4, np.float32), UNUSED)]
+    x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, ["batch", 3, 16, 16])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])
+    nodes = [helper.make_node("Conv", ["pixels", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc", "b"], ["logits"])]
+    model = helper.make_model(helper.make_graph(nodes, "classifier", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def test_warnings_only_where_stderr_is_a_regular_file(tmp_path):
+    with open(tmp_path / "log.txt", "w") as log:
+        assert session_log_severity(log.fileno()) == ORT_WARNING
+    read, write = os.pipe()
+    try:
+        assert session_log_severity(write) == ORT_ERROR  # the console of a captured subprocess
+    finally:
+        os.close(read)
+        os.close(write)
+    with open(os.devnull, "w") as null:
+        assert session_log_severity(null.fileno()) == ORT_ERROR
+    closed = os.open(os.devnull, os.O_RDONLY)
+    os.close(closed)
+    assert session_log_severity(closed) == ORT_ERROR  # cannot be told: errors only
+
+
+OPEN_ONE_SESSION = """
+import sys
+from edgebench.backends.base import Placement, Prepared
+from edgebench.backends.ort import OrtSession
+from edgebench.models.inputs import InputDesc
+
+prepared = Prepared(backend="ort", model_path=sys.argv[1], inputs=(InputDesc("pixels", shape=(3, 16, 16)),),
+                    batch=1, precision="fp32")
+session = OrtSession(prepared, Placement(device="cpu", instance=0))
+session.feed(prepared.feeds(1, 0))
+session.infer()
+print(sorted(session.outputs()))
+"""
+
+
+def test_a_real_session_warning_goes_to_a_stderr_file_and_not_to_a_pipe(tmp_path):
+    pytest.importorskip("onnxruntime", reason="a real ONNX Runtime session")
+    model = classifier_with_an_unused_initializer(tmp_path / "unused.onnx")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-c", OPEN_ONE_SESSION, str(model)]
+
+    with open(tmp_path / "instance.log", "w") as log:  # stderr already a file: the warning is kept there
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env, timeout=120)
+    kept = (tmp_path / "instance.log").read_text()
+    assert done.returncode == 0, kept
+    assert done.stdout.strip() == "['logits']"
+    assert WARNING_LINE in kept and "[W:onnxruntime" in kept, kept
+
+    piped = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)  # stderr a pipe: errors only
+    assert piped.returncode == 0, piped.stderr
+    assert "onnxruntime" not in piped.stdout + piped.stderr, piped.stderr
+
+
+def test_edgebench_run_keeps_the_instances_warning_in_its_stderr_file_and_off_the_console(tmp_path):
+    """`edgebench run --onnx` twice: captured (stderr a pipe, as on a console) no ONNX Runtime line; with
+    `2> run.log` the instance's warning is in run.log."""
+    pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime")
+    model = classifier_with_an_unused_initializer(tmp_path / "unused.onnx")
+    profile = tmp_path / "ortlog.yaml"
+    profile.write_text(f"name: ortlog\nextends: {REPO / 'profiles' / 'smoke.yaml'}\n"
+                       "run: {warmup_s: 0.1, duration_s: 0.3, min_inferences: 5, stability_tolerance_pct: 10000, "
+                       "accuracy_samples: 0}\n")
+    env = cli_env(tmp_path / "cache")
+    args = ("--onnx", str(model), "--device", str(profile))
+
+    console = run(env, *args, "--out", str(tmp_path / "console"))
+    assert console.returncode == 0, console.stdout + console.stderr
+    assert one_row(tmp_path / "console")["status"] == "ok"
+    assert "onnxruntime" not in console.stdout + console.stderr, console.stderr
+
+    log = tmp_path / "run.log"
+    with open(log, "w") as fh:
+        logged = subprocess.run([sys.executable, "-m", "edgebench", "run", *args, "--out", str(tmp_path / "logged")],
+                                stdout=subprocess.PIPE, stderr=fh, text=True, env=env, cwd=REPO, timeout=600)
+    assert logged.returncode == 0, log.read_text()
+    assert one_row(tmp_path / "logged")["status"] == "ok"
+    assert WARNING_LINE in log.read_text(), log.read_text()
+    assert "onnxruntime" not in logged.stdout
