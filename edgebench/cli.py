@@ -79,7 +79,7 @@ from edgebench.results.rundir import create_run_dir, out_dir_problem
 from edgebench.results.runlock import RunLock
 from edgebench.results.runs import load_run
 from edgebench.results.store import ResultsStore, judged_by_retired_rule
-from edgebench.runner.workdirs import remove_stale_workdirs
+from edgebench.runner.workdirs import remove_stale_run_workdirs, run_work_root
 from edgebench.search.driver import run_search, search_text
 
 DEFAULT_OUT = "runs"
@@ -265,9 +265,13 @@ def _sweep_locked(profile: Any, planned: list, run_dir: Path, store: Any, args: 
                         shapes=dict(profile.sweep.shapes or {}),
                         values=dict(profile.sweep.values or {}))
     print(f"edgebench: run folder {run_dir}", flush=True)
-    if removed := remove_stale_workdirs():  # left by a harness killed mid-row (kill -9): its owner is gone
+    # left by a harness killed mid-row (kill -9): its owner is gone (the temp folder's, this run folder's work root's)
+    if removed := remove_stale_run_workdirs(run_dir):
         print(f"edgebench: removed {len(removed)} temp folder(s) of killed sweeps: "
               f"{', '.join(str(p) for p in removed[:3])}{' ...' if len(removed) > 3 else ''}", flush=True)
+    work_root, why = run_work_root(run_dir)
+    if work_root is not None:  # where each row's timestamp files go while it runs (issue 37)
+        print(f"edgebench: rows keep their timestamp files in {work_root} while they run ({why})", flush=True)
     t0 = time.monotonic()
     sweep_estimate = None
     searching = profile.search.goal is not None

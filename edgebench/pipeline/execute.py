@@ -33,6 +33,7 @@ from edgebench.runner.backlog import window_trend
 from edgebench.runner.metrics import judge, summarize
 from edgebench.runner.mps import gpu_sharing
 from edgebench.runner.warm_pool import WarmPool
+from edgebench.runner.workdirs import run_work_root
 from edgebench.telemetry import registry
 from edgebench.telemetry.power_calibration import (
     PowerCalibration,
@@ -106,7 +107,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         announce("measuring")  # the instances: spawn, load, warm-up, window
         t_runner = time.monotonic()
         outcome = facts.run = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env,
-                                                         probe=probe, pool=pool)
+                                                         probe=probe, pool=pool, work_root=work_root(row_dir))
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     facts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
     if outcome.status != "ok":
@@ -152,6 +153,12 @@ def _written(facts: RowFacts, cfg: RunConfig, row_dir: Path, outcome: Any, label
     facts.setup_s = phases["setup"]
     facts.main_peak = peak  # read once the row's columns are built (row_steps.harness_columns)
     return facts
+
+
+def work_root(row_dir: Path) -> str | None:
+    """Where the row's timestamp files go (workdirs.run_work_root): the system temp folder, or when that is held in
+    RAM, the run folder's hidden work root (row_dir is <run folder>/rows/<index>-<hash>, pipeline/sweep.py)."""
+    return run_work_root(row_dir.parent.parent)[0]
 
 
 def power_calibration(profile: Profile, board: str | None = None) -> tuple[PowerCalibration | None, str]:

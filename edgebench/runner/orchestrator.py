@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import shutil
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,7 +43,7 @@ from edgebench.runner.messages import Done, Error, FromWorker, Go, Idle, Job, Ph
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
 from edgebench.runner.stamps import ArrayStamps, FileStamps, Stamps, whole_column
 from edgebench.runner.warm_pool import WarmPool, pool_key, run_identity
-from edgebench.runner.workdirs import make_workdir
+from edgebench.runner.workdirs import make_workdir, remove_workdir
 from edgebench.runner.worker_proc import WorkerProc, spawn_worker
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,7 +117,7 @@ class RunOutcome:
     stamps_dir: str = ""
 
     def __post_init__(self) -> None:
-        self._discard = weakref.finalize(self, shutil.rmtree, self.stamps_dir, True) if self.stamps_dir else None
+        self._discard = weakref.finalize(self, remove_workdir, self.stamps_dir) if self.stamps_dir else None
 
     def discard_stamps(self) -> None:
         """Remove the instances' timestamp files (once the row's files are written); the stamps are unreadable after."""
@@ -166,6 +165,7 @@ def run_instances(
     child_env: Mapping[str, str] | None = None,
     probe: ProbeResult | None = None,
     pool: WarmPool | None = None,
+    work_root: str | None = None,
 ) -> RunOutcome:
     """Run cfg.instances instances of `prepared` and return their per-inference timestamps.
 
@@ -173,7 +173,9 @@ def run_instances(
     `accuracy_inputs`: [N, *sample] for the one input, or {input name: [N, *sample]} for every input; their
     outputs (and the kernel profile, cfg.kernel_profile_steps) come from a probe process run before the
     instances, unless `probe` is a result the caller already has (then no probe runs here).
-    `pool`: warm workers to run in (and return to) when the row can reuse them (warm_pool.pool_key)."""
+    `pool`: warm workers to run in (and return to) when the row can reuse them (warm_pool.pool_key).
+    `work_root`: the folder the row's work folder (its instances' timestamp files) is made in; None: the system temp
+    folder (workdirs.run_work_root says when a run folder's is used instead)."""
 
     backend_target(prepared.backend)  # unknown backend: a caller error, raised before any child starts
     if isinstance(accuracy_inputs, dict):
@@ -192,7 +194,8 @@ def run_instances(
     key = pool_key(cfg) if pool is not None and not child_env else None
     if pool is not None and key is None:
         pool.close()  # MPS / streams rows start fresh processes: the last key's idle workers do not stay resident
-    run = _Run(cfg, prepared, samplers, on_measure_start, dict(child_env or {}), pool if key is not None else None, key)
+    run = _Run(cfg, prepared, samplers, on_measure_start, dict(child_env or {}), pool if key is not None else None, key,
+               work_root)
     try:
         outcome = run.execute()
     finally:
@@ -276,6 +279,7 @@ class _Run:
         child_env: dict[str, str] | None = None,
         pool: WarmPool | None = None,
         key: tuple[Any, ...] | None = None,
+        work_root: str | None = None,
     ) -> None:
         self.child_env = child_env or {}
         self.pool, self.key = pool, key
@@ -285,7 +289,8 @@ class _Run:
         self.samplers = list(samplers)
         self.on_measure_start = on_measure_start
         n = cfg.instances
-        self.workdir = make_workdir()  # records its owner: a killed harness's folder is removed at the next start
+        # records its owner: a killed harness's folder is removed at the next start (workdirs.remove_stale_run_workdirs)
+        self.workdir = make_workdir(work_root) if work_root is not None else make_workdir()
         self.children: list[_Child] = []
         self.phase = ["startup"] * n
         self.ready = [False] * n
@@ -471,7 +476,7 @@ class _Run:
                     with contextlib.suppress(OSError):
                         child.conn.close()
             if not self.keep_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+                remove_workdir(self.workdir)
 
     # ------------------------------------------------------------------ children
 
