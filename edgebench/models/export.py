@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgebench.errors import ModelError, exc_message, exc_text, exit_text
+from edgebench.errors import ModelError, exc_message, exc_text
 from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
 from edgebench.models.builtin import build_builtin
+from edgebench.models.in_child import run_in_child
 from edgebench.models.inputs import GraphInput, synthetic, tensor_dtype, value_dims
 from edgebench.models.weights import is_torchvision, resolve_weights
 
@@ -194,63 +195,11 @@ def export_onnx(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
     return cache.get_or_build(kind="onnx", inputs=inputs, filename=f"{spec.name}.onnx", build=build)
 
 
-EXPORT_IN_CHILD = True  # a test that injects a fault into the exporter in-process sets it False
-CHILD_EXIT_GRACE_S = 30.0
-
-
 def _build_in_child(spec: ModelSpec, seed: int, exporter: str, weights: Path | None, tmp: Path) -> dict[str, Any]:
-    """_build_export in a spawned process of its own, so torch and the exporter's memory (~0.5 GB and up) never
-    stay in the harness, which on an 8 GB board runs the whole sweep (issue 37: the harness <= 300 MiB). Its
-    exception, if any, is raised here as it was raised there (a ModelError keeps its message); a child that dies
-    without a word is a ModelError naming how it ended."""
-    if not EXPORT_IN_CHILD:
-        return _build_export(spec, seed, exporter, weights, tmp)
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")  # never fork the harness (threads, a CUDA context)
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_export_child, args=(send, _build_export, spec, seed, exporter, weights, tmp),
-                       name=f"edgebench-export-{spec.name}")
-    proc.start()
-    send.close()
-    try:
-        status, payload = receive.recv()
-    except EOFError:
-        proc.join(CHILD_EXIT_GRACE_S)
-        code = proc.exitcode
-        if code is None:  # the pipe closed, the process did not end: `finally` kills it
-            raise ModelError(f"{spec.name}: the export process closed its pipe without a result and was still "
-                             f"running {CHILD_EXIT_GRACE_S:g} s later") from None
-        how = exit_text(code)  # 'died with SIGKILL', as the runner words its children
-        raise ModelError(f"{spec.name}: the export process {how} before it finished (out of memory?)") from None
-    finally:
-        receive.close()
-        proc.join(CHILD_EXIT_GRACE_S)
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join()
-    if status == "ok":
-        return payload  # type: ignore[no-any-return]
-    raise payload
-
-
-def _export_child(send: Any, build: Any, spec: ModelSpec, seed: int, exporter: str, weights: Path | None,
-                  tmp: Path) -> None:
-    """The export process: build's sidecar fields (build: _build_export, passed by name), or the exception
-    (picklable, else a ModelError with its text)."""
-    import json
-    import pickle
-
-    try:  # the sidecar as plain JSON types: torch.__version__ is a TorchVersion, whose unpickling imports torch
-        result: tuple[str, Any] = ("ok", json.loads(json.dumps(build(spec, seed, exporter, weights, tmp))))
-    except BaseException as exc:  # noqa: BLE001 - every ending is reported to the harness, which raises it
-        try:
-            pickle.dumps(exc)
-            result = ("error", exc)
-        except Exception:  # noqa: BLE001 - an exception that cannot cross processes: its text does
-            result = ("error", ModelError(f"{spec.name}: export failed: {exc_text(exc)}"))
-    send.send(result)
-    send.close()
+    """_build_export in a spawned process of its own (models/in_child.py), so torch and the exporter's memory
+    (~0.5 GB and up) never stay in the harness, which on an 8 GB board runs the whole sweep (issue 37: the harness
+    <= 300 MiB); a killed export is a ModelError ('the export process died with SIGKILL ...')."""
+    return run_in_child(spec.name, "export", _build_export, spec, seed, exporter, weights, tmp)
 
 
 def _build_export(spec: ModelSpec, seed: int, exporter: str, weights: Path | None, tmp: Path) -> dict[str, Any]:

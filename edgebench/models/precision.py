@@ -18,21 +18,18 @@ Each variant is cached by the FP32 file's sha256, the settings and (int8) the ca
 
 from __future__ import annotations
 
-import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.config.shapes import parse_shapes
-from edgebench.errors import ModelError, exc_text
+from edgebench.errors import ModelError
 from edgebench.models.artifacts import Artifact, Artifacts
 from edgebench.models.calibration import calibration_batches, calibration_feeds, labelled_source
-from edgebench.models.export import inspect_onnx
-from edgebench.models.framework_log import framework_log, summary
+from edgebench.models.export import inspect_onnx, installed_version
+from edgebench.models.in_child import run_in_child
 from edgebench.models.inputs import (
     GraphInput,
-    batches_of,
     load_data,
     parse_batch_axes,
     parse_values,
@@ -42,32 +39,18 @@ from edgebench.models.inputs import (
     vocab_from,
     with_values,
 )
-from edgebench.models.int8_graph import check_loads, custom_domain_nodes, opset_for_qdq, working_folder
 from edgebench.models.int8_host import int8_reduce_range
 from edgebench.models.missing_inputs import MissingInputs
 from edgebench.models.model_artifact import ModelArtifact
+from edgebench.models.precision_steps import FP16_SETTINGS, INT8_SETTINGS, build_fp16, build_int8
 from edgebench.models.proposal import propose
 from edgebench.models.spec import ModelSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
 
     from edgebench.models.spec import ModelSpec
 
 RUNTIME_MODE_PRECISIONS = ("tf32", "bf16", "amp")  # served from the FP32 file
-FP16_SETTINGS = {"converter": "onnxruntime.transformers.float16.convert_float_to_float16", "keep_io_types": True}
-INT8_SETTINGS: dict[str, Any] = {
-    "quantizer": "onnxruntime.quantization.quantize_static",
-    "quant_format": "QDQ",
-    "per_channel": True,
-    "weight_type": "QInt8",
-    "activation_type": "QInt8",
-    "calibrate_method": "MinMax",
-    # Bias stays float: TensorRT's parser rejects the int32 DequantizeLinear ORT makes for biases
-    # (onnxruntime issue #17738) and fuses the float bias itself.
-    "extra_options": {"ActivationSymmetric": True, "WeightSymmetric": True, "QuantizeBias": False},
-}
-CALIBRATION_BATCH = 8  # samples per calibration run when the model's batch axis is dynamic
 
 
 def precision_artifact(
@@ -103,40 +86,33 @@ def _model_artifact(spec: ModelSpec, precision: str, art: Artifact, sidecar: dic
 
 # --------------------------------------------------------------------------- fp16
 
+def framework_version(package: str) -> str | None:
+    """The package's __version__ without importing it (a cache key must not cost the harness ONNX Runtime's
+    memory): a literal `__version__ = "..."` in its __init__.py (onnxruntime, also when installed as
+    onnxruntime-gpu, whose metadata is under another name), else export.installed_version."""
+    import importlib.util
+    import re
+
+    try:
+        found = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        found = None
+    if found is not None and found.origin and found.origin.endswith("__init__.py"):
+        try:
+            text = Path(found.origin).read_text()
+        except OSError:
+            text = ""
+        if match := re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M):
+            return match.group(1)
+    return installed_version(package)
+
+
 def _fp16(spec: ModelSpec, fp32: Artifact, cache: Artifacts) -> Artifact:
-    import onnx
-    import onnxruntime
+    inputs = {"fp32_sha256": fp32.sha256, "settings": FP16_SETTINGS, "onnxruntime": framework_version("onnxruntime"),
+              "onnx": framework_version("onnx")}
 
-    inputs = {"fp32_sha256": fp32.sha256, "settings": FP16_SETTINGS, "onnxruntime": onnxruntime.__version__,
-              "onnx": onnx.__version__}
-
-    def build(tmp: Path) -> dict[str, Any]:
-        try:
-            from onnxruntime.transformers.float16 import convert_float_to_float16
-            from onnxruntime.transformers.onnx_model import OnnxModel
-        except ImportError as exc:
-            raise ModelError(f"{spec.name}: fp16 conversion needs onnxruntime.transformers ({exc})") from None
-        t0 = time.perf_counter()
-        with framework_log() as log_lines:  # the converter's warnings go to the sidecar, not the console
-            proto = convert_float_to_float16(onnx.load(str(fp32.path)), keep_io_types=True)
-            # The converter appends the input Casts at the end of the node list; ORT sorts graphs itself,
-            # the checker and TensorRT's parser need topological order.
-            OnnxModel.graph_topological_sort(proto.graph, is_deterministic=True)
-        try:
-            onnx.checker.check_model(proto)
-        except Exception as exc:  # onnx ValidationError
-            raise ModelError(f"{spec.name}: fp16 conversion produced an invalid model ({exc})") from None
-        onnx.save(proto, str(tmp))
-        return {
-            "model": spec.name,
-            "precision": "fp16",
-            "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
-            "settings": FP16_SETTINGS,
-            "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},
-            "weights": spec.weights_label,
-            "convert_s": round(time.perf_counter() - t0, 3),
-            "framework_log": summary(log_lines),
-        }
+    def build(tmp: Path) -> dict[str, Any]:  # in a process of its own (models/in_child.py)
+        return run_in_child(spec.name, "fp16 conversion", build_fp16, spec, str(fp32.path), fp32.sha256, str(tmp))
 
     return cache.get_or_build(kind="fp16", inputs=inputs, filename=f"{spec.name}.fp16.onnx", build=build)
 
@@ -144,10 +120,6 @@ def _fp16(spec: ModelSpec, fp32: Artifact, cache: Artifacts) -> Artifact:
 # --------------------------------------------------------------------------- int8
 
 def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mapping[str, Any]) -> Artifact:
-    import onnx
-    import onnxruntime
-
-
     source = str(calibration.get("source", "synthetic"))
     samples = int(calibration.get("samples", 32))
     labelled = labelled_source(spec, calibration)
@@ -163,109 +135,13 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     reduce_range, reduce_range_reason = int8_reduce_range()
     settings = {**INT8_SETTINGS, "reduce_range": reduce_range}
     inputs = {"fp32_sha256": fp32.sha256, "settings": settings, "calibration": record,
-              "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__}
+              "onnxruntime": framework_version("onnxruntime"), "onnx": framework_version("onnx")}
 
-    def build(tmp: Path) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        out = tmp.resolve()  # absolute: the steps run in their own folder (their tools write into the cwd)
-        with tempfile.TemporaryDirectory(prefix="edgebench-int8-") as folder, working_folder(Path(folder)), \
-                framework_log() as log_lines:  # ONNX Runtime's warnings go to the sidecar, not the console
-            work = Path(folder).resolve()
-            upgraded, opset_note, per_channel = opset_for_qdq(fp32.path.resolve(), work / "opset13.onnx")
-            source, pre = _pre_process(upgraded, work / "pre.onnx")
-            kept = custom_domain_nodes(source, work / "named.onnx")
-            if kept.path is not None:
-                source = kept.path
-            _quantize(spec, source, out, data, reduce_range, per_channel=per_channel, exclude=kept.names)
-            check_loads(spec.name, out)
-        quantize_s = time.perf_counter() - t0
-        proto = onnx.load(str(tmp))
-        ops = [n.op_type for n in proto.graph.node]
-        return {
-            "model": spec.name,
-            "precision": "int8",
-            "source_fp32": {"path": str(fp32.path), "sha256": fp32.sha256},
-            "settings": {**settings, "per_channel": per_channel},
-            "reduce_range_reason": reduce_range_reason,
-            "pre_process": pre,
-            "calibration": record,
-            "int8_notes": [n for n in (opset_note, kept.note) if n],
-            "framework_log": summary(log_lines),
-            "qdq_nodes": {"QuantizeLinear": ops.count("QuantizeLinear"),
-                          "DequantizeLinear": ops.count("DequantizeLinear")},
-            "versions": {"onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__},
-            "weights": spec.weights_label,
-            "quantize_s": round(quantize_s, 3),
-        }
+    def build(tmp: Path) -> dict[str, Any]:  # in a process of its own (models/in_child.py): calibration's memory
+        return run_in_child(spec.name, "int8 quantization", build_int8, spec, str(fp32.path), fp32.sha256,
+                            str(tmp), data, settings, record, reduce_range_reason)
 
     return cache.get_or_build(kind="int8", inputs=inputs, filename=f"{spec.name}.int8.onnx", build=build)
-
-
-def _pre_process(src: Path, out: Path) -> tuple[Path, str]:
-    """quant_pre_process (symbolic shape inference + ORT graph optimization) when it works, else src."""
-    try:
-        from onnxruntime.quantization.shape_inference import quant_pre_process
-
-        quant_pre_process(str(src), str(out), skip_symbolic_shape=False)
-    except Exception as exc:  # it raises many kinds on graphs it cannot handle
-        return src, f"skipped: {exc_text(exc, first_line=True)}"
-    return out, "quant_pre_process"
-
-
-def calibration_chunks(spec: ModelSpec, data: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
-    """The calibration set cut by the model's shape plan: chunks of the graph's fixed batch (a short last one
-    dropped), else of CALIBRATION_BATCH (the last one padded); inputs with no batch axis go whole into each."""
-    count = sample_count(data, spec.inputs)
-    step = spec.fixed_batch
-    if step is None:
-        return batches_of(data, min(CALIBRATION_BATCH, count), inputs=spec.inputs)
-    if count < step:
-        raise ModelError(f"{spec.name}: the graph fixes the batch at {step}, calibration has {count} samples; "
-                         f"give at least {step} (--calibration-samples, calibration.samples)")
-    return batches_of(data, step, pad=False, inputs=spec.inputs)
-
-
-def _quantize(spec: ModelSpec, src: Path, out: Path, data: dict[str, np.ndarray], reduce_range: bool = False, *,
-              per_channel: bool = True, exclude: tuple[str, ...] = ()) -> None:
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        CalibrationMethod,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-
-    batches = calibration_chunks(spec, data)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(batches)
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self._it, None)
-
-    try:
-        quantize_static(
-            str(src), str(out), Reader(),
-            quant_format=QuantFormat.QDQ,
-            per_channel=per_channel,
-            reduce_range=reduce_range,
-            weight_type=QuantType.QInt8,
-            activation_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
-            nodes_to_exclude=list(exclude),
-            extra_options=dict(INT8_SETTINGS["extra_options"]),
-        )
-    except ModelError:
-        raise
-    except KeyError as exc:  # e.g. KeyError('140_scale'): a tensor the calibration produced no range for
-        key = str(exc.args[0]) if exc.args else ""
-        tensor = key.rsplit("_", 1)[0] if key.endswith(("_scale", "_zero_point")) else key
-        raise ModelError(f"{spec.name}: int8 quantization found no calibration range for tensor '{tensor}' "
-                         f"(quantizer KeyError {key!r}); the node producing it could not be calibrated") from None
-    except Exception as exc:  # the quantizer raises many kinds
-        raise ModelError(f"{spec.name}: int8 quantization failed "
-                         f"({exc_text(exc, first_line=True, limit=300)})") from None
 
 
 # --------------------------------------------------------------------------- external ONNX

@@ -129,7 +129,7 @@ def test_calibration_chunks_use_the_plan_not_the_first_inputs_axis_0():
     """Issue 20: calibration read the batch off the first input's axis 0: a second input fixed at batch 1 got
     chunks of 8 (ORT 'Got: 8 Expected: 1'); a state's layers axis (2) was read as its batch."""
     from edgebench.errors import ModelError
-    from edgebench.models.precision import CALIBRATION_BATCH, calibration_chunks
+    from edgebench.models.precision_steps import CALIBRATION_BATCH, calibration_chunks
     from edgebench.models.spec import ModelSpec
 
     plan = resolve(GRU)

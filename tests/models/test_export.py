@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from edgebench.errors import ModelError
+from edgebench.models import in_child
 from edgebench.models.artifacts import Artifacts, sha256_file
 from edgebench.models.inputs import make_input
 from edgebench.models.spec import list_models, load_model_spec
@@ -162,7 +163,7 @@ def test_parity_failure_raises_and_caches_nothing(tmp_path, monkeypatch):
         real(spec, build_torch_model(spec, seed=99), example, exporter, out)
 
     monkeypatch.setattr(export, "_run_exporter", wrong_model)
-    monkeypatch.setattr(export, "EXPORT_IN_CHILD", False)  # the fault is injected here, not in an export process
+    monkeypatch.setattr(in_child, "IN_CHILD", False)  # the fault is injected here, not in an export process
     with pytest.raises(ModelError, match=r"tiny_cnn: ONNX output differs from torch .*parity_atol 0.001"):
         export_onnx(load_model_spec("tiny_cnn"), Artifacts(tmp_path), seed=0)
     assert not list(tmp_path.rglob("*.onnx")) and not list(tmp_path.rglob("*.json"))

@@ -48,10 +48,13 @@ def test_opset_11_is_upgraded_to_13_and_runs_per_channel(tmp_path):
 def test_opset_11_falls_back_to_per_tensor_when_the_converter_fails(tmp_path, monkeypatch):
     from onnx import version_converter
 
+    from edgebench.models import in_child
+
     def refuse(*_a, **_k):  # noqa: ANN202
         raise RuntimeError("no adapter for Conv 11 -> 13\nsecond line")
 
     monkeypatch.setattr(version_converter, "convert_version", refuse)
+    monkeypatch.setattr(in_child, "IN_CHILD", False)  # the fault is injected here, not in a quantization process
     src = odd_models.conv_net(tmp_path / "op11.onnx", opset=11)
     _, _, art = _int8(src, tmp_path / "cache")
     assert art.sidecar["settings"]["per_channel"] is False
@@ -68,7 +71,7 @@ def test_custom_domain_nodes_stay_float(tmp_path):
     node (the function ORT inlines), the convs around it are quantised, and ORT runs the int8 file close to fp32."""
     from edgebench.models.inputs import graph_inputs, resolve, synthetic
     from edgebench.models.int8_graph import custom_domain_nodes
-    from edgebench.models.precision import _quantize
+    from edgebench.models.precision_steps import _quantize
     from edgebench.models.spec import ModelSpec
 
     src = odd_models.conv_net(tmp_path / "custom.onnx", custom_domain=True)
@@ -92,7 +95,7 @@ def test_a_quantizer_keyerror_is_a_reason_naming_the_tensor_not_a_traceback(tmp_
 
     from edgebench.errors import ModelError
     from edgebench.models.inputs import graph_inputs, resolve, synthetic
-    from edgebench.models.precision import _quantize
+    from edgebench.models.precision_steps import _quantize
     from edgebench.models.spec import ModelSpec
 
     def key_error(*_a, **_k):  # noqa: ANN202 - what ORT raised on a real custom-domain file

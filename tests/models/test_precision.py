@@ -264,13 +264,47 @@ def test_int8_pre_process_skipped_by_a_bare_assert_says_where(tiny_onnx, tmp_pat
     'skipped: AssertionError: ' (issue 37)."""
     from onnxruntime.quantization import shape_inference
 
+    from edgebench.models import in_child
     from edgebench.models.precision import precision_artifact
 
     def bare_assert(*_args, **_kwargs):  # a bare `assert` in the library (pytest would rewrite one written here)
         raise AssertionError
 
     monkeypatch.setattr(shape_inference, "quant_pre_process", bare_assert)
+    monkeypatch.setattr(in_child, "IN_CHILD", False)  # the fault is injected here, not in a quantization process
     art = precision_artifact(load_model_spec("tiny_cnn"), tiny_onnx, "int8", Artifacts(tmp_path), SYNTHETIC)
     pre = art.sidecar["pre_process"]
     assert pre.startswith("skipped: AssertionError: no message, raised at tests/models/test_precision.py:"), pre
     assert pre.endswith("in bare_assert: raise AssertionError")
+
+
+def test_fp16_and_int8_builds_run_in_a_process_of_their_own(tiny_onnx, tmp_path):
+    """The fp16 conversion and the int8 quantization with its calibration run in a spawned process (issue 37: what
+    ONNX Runtime's quantizer allocates never stays in the harness): the harness does not import onnxruntime for
+    them, the artifacts are as before, and the cache key's versions are the ones the builds record."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from edgebench.models.artifacts import Artifact, Artifacts
+        from edgebench.models.precision import precision_artifact
+        from edgebench.models.spec import load_model_spec
+        spec = load_model_spec("tiny_cnn")
+        cache = Artifacts(Path({str(tmp_path / 'cache')!r}))  # empty: both are built now
+        fp32 = Artifact(Path({str(tiny_onnx.path)!r}), {{"sha256": {tiny_onnx.sha256!r}}}, True)
+        for p in ("fp16", "int8"):
+            art = precision_artifact(spec, fp32, p, cache, {{"source": "synthetic", "samples": 8}})
+            print(p, art.precision, art.sidecar["versions"]["onnxruntime"], Path(art.onnx_path).is_file())
+        print("imported", "onnxruntime" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr[-3000:]
+    import onnxruntime
+
+    lines = out.stdout.split("\n")
+    assert f"fp16 fp16 {onnxruntime.__version__} True" in lines and f"int8 int8 {onnxruntime.__version__} True" in lines
+    assert "imported False" in lines, out.stdout
