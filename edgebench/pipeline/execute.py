@@ -95,8 +95,9 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if pool is not None:  # a new model x backend x ...: its warm workers import their framework during the probe
         with clock("prewarm"):  # starting them (spawn: a fork+exec each); their imports overlap the probe
             orchestrator.prewarm(cfg, prepared, pool)
+    root = work_root(row_dir)  # the probe's work folder and the instances' (issue 37: not in a RAM temp folder)
     with clock("probe"):  # never in a measured process; reused across instance counts (and batches, but a profile's)
-        probe = facts.probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir)
+        probe = facts.probe = row_probe(cfg, prepared, acc_in, models.probes, row_dir, work_root=root)
     facts.verdict.probe_notes = probe_fields(probe, "").get("reason", "")
     interval = profile.telemetry.interval_s
     with clock("samplers"):  # placements: nvml samples every GPU the row's instances use (power/energy summed)
@@ -107,7 +108,7 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
         announce("measuring")  # the instances: spawn, load, warm-up, window
         t_runner = time.monotonic()
         outcome = facts.run = orchestrator.run_instances(cfg, prepared, samplers=samplers, child_env=sharing.env,
-                                                         probe=probe, pool=pool, work_root=work_root(row_dir))
+                                                         probe=probe, pool=pool, work_root=root)
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     facts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
     if outcome.status != "ok":

@@ -24,8 +24,10 @@ def layer_profile_runs(cfg: RunConfig, prepared: Any) -> int:
     return int(prepared.options.get("layer_profile") or 0)
 
 
-def row_probe(cfg: RunConfig, prepared: Any, accuracy_inputs: Any, cache: dict, row_dir: Path) -> ProbeResult | None:
-    """The probe result for this row, from `cache` or a new probe process; None when the row needs none."""
+def row_probe(cfg: RunConfig, prepared: Any, accuracy_inputs: Any, cache: dict, row_dir: Path, *,
+              work_root: str | None = None) -> ProbeResult | None:
+    """The probe result for this row, from `cache` or a new probe process; None when the row needs none.
+    `work_root`: where a new probe's work folder goes (run_probe; None: the system temp folder)."""
     runs = layer_profile_runs(cfg, prepared)
     if not probe_wanted(cfg, accuracy_inputs, runs):
         return None
@@ -36,7 +38,8 @@ def row_probe(cfg: RunConfig, prepared: Any, accuracy_inputs: Any, cache: dict, 
             row_dir.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found.layers_csv, row_dir / "layers.csv")
         return found
-    result = run_probe(cfg, prepared, accuracy_inputs, layer_profile_runs=runs, keep_dir=str(row_dir))
+    result = run_probe(cfg, prepared, accuracy_inputs, layer_profile_runs=runs, keep_dir=str(row_dir),
+                       work_root=work_root)
     result.label = f"{_row_name(row_dir)} (batch {cfg.batch}, pid {result.pid})"
     if not result.notes:
         cache[key] = result

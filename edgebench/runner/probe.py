@@ -35,7 +35,7 @@ from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.evaluation.tensorcores import profile_kernels
 from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
 from edgebench.runner import child_process, worker
-from edgebench.runner.workdirs import make_workdir
+from edgebench.runner.workdirs import make_workdir, remove_workdir
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -84,12 +84,16 @@ def probe_key(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any, layer_pr
 
 def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *, layer_profile_runs: int = 0,
               child_env: Mapping[str, str] | None = None, timeout_s: float | None = None,
-              keep_dir: str | None = None) -> ProbeResult:
+              keep_dir: str | None = None, work_root: str | None = None) -> ProbeResult:
     """Spawn the probe process for one row's config, wait for it, return what it found (never raises for a
-    failing probe: the result's notes say what went wrong). A layer profile is kept as keep_dir/layers.csv."""
+    failing probe: the result's notes say what went wrong). A layer profile is kept as keep_dir/layers.csv.
+    `work_root`: the folder the probe's work folder (accuracy inputs, probe.pkl, layers.csv) is made in, as the row's
+    instances' (orchestrator.run_instances); None: the system temp folder (workdirs.run_work_root says when a run
+    folder's is used instead: accuracy inputs of tens of MB a row would take an 8 GB board's memory on a tmpfs)."""
     import numpy as np
 
-    workdir = make_workdir()  # with an owner record: a killed harness's probe folder is cleaned on the next start
+    # with an owner record: a killed harness's probe folder is cleaned on the next start (remove_stale_run_workdirs)
+    workdir = make_workdir(work_root) if work_root is not None else make_workdir()
     t0 = time.monotonic()
     result = ProbeResult(batch=cfg.batch)
     child = None
@@ -128,7 +132,7 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
     finally:
         if child is not None:  # it leads its own process group: nothing it started outlives it
             child_process.stop([child], 0.0, terminate=False)
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_workdir(workdir)  # and the run folder's hidden work root once nothing else is in it
     if cfg.kernel_profile_steps > 0 and not result.kernels and not result.kernels_note:
         result.kernels_note = "kernel profile not taken: " + ("; ".join(result.notes) or "the probe reported none")
     result.seconds = time.monotonic() - t0

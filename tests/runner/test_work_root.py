@@ -170,8 +170,9 @@ def test_stale_folders_in_a_run_folders_work_root_are_removed_with_the_root(tmp_
     assert not (run_dir / RUN_WORK).exists()
 
 
-def null_row_sweep(run_dir: Path, cache: Path) -> list[dict]:
-    """A real null-backend row through the sweep (a spawned instance process writing its chunk files)."""
+def null_row_sweep(run_dir: Path, cache: Path, accuracy_samples: int = 0) -> list[dict]:
+    """A real null-backend row through the sweep (a spawned instance process writing its chunk files; with
+    accuracy_samples, a spawned probe process first, reading its accuracy inputs from its own work folder)."""
     from edgebench.config.profile import load_profile
     from edgebench.config.run_config import RunConfig
     from edgebench.models.artifacts import Artifacts
@@ -182,7 +183,8 @@ def null_row_sweep(run_dir: Path, cache: Path) -> list[dict]:
 
     profile = load_profile("smoke")
     cfg = RunConfig(model="tiny_cnn", backend="null", precision="fp32", batch=1, placements=("cpu",), duration_s=0.3,
-                    max_duration_s=3.0, min_inferences=10, warmup_s=0.05, accuracy_samples=0)
+                    max_duration_s=3.0, min_inferences=10, warmup_s=0.05,
+                    accuracy_samples=accuracy_samples)
     run_dir.mkdir()
     models = ModelCache(Artifacts(os.environ.get("EDGEBENCH_CACHE") or cache), dict(profile.calibration))
     return run_sweep([PlannedRun(cfg, None)], profile, run_dir, ResultsStore(run_dir), models)
@@ -236,6 +238,49 @@ def test_with_the_temp_folder_in_ram_a_row_keeps_its_timestamps_in_the_run_folde
     assert not os.path.exists(made[0]) and not (run_dir / RUN_WORK).exists()  # nothing left behind
     assert ours_in_temp() == before  # nor in the temp folder
     assert read_rows(run_dir / "results.csv")[0]["status"] == rows[0]["status"]
+
+
+@pytest.fixture
+def probe_watched(monkeypatch) -> tuple[list[str], list[list[str]]]:
+    """(each work folder the probe makes, what it held when the probe was done with it: inputs and results)."""
+    from edgebench.runner import probe
+
+    made: list[str] = []
+    held: list[list[str]] = []
+    real_make = probe.make_workdir
+
+    def make(*args: str) -> str:
+        made.append(real_make(*args))
+        return made[-1]
+
+    def remove(path: str) -> None:
+        held.append(sorted(os.listdir(path)))
+        workdirs.remove_workdir(path)
+
+    monkeypatch.setattr(probe, "make_workdir", make)
+    monkeypatch.setattr(probe, "remove_workdir", remove, raising=False)  # (raising=False: the probe once used rmtree)
+    return made, held
+
+
+@pytest.mark.parametrize("kind", ["tmpfs", "ext4"])
+def test_the_probes_folder_goes_where_the_rows_instances_go(tmp_path, monkeypatch, watched, probe_watched, kind):
+    """The probe's accuracy inputs (tens of MB a row for large inputs), probe.pkl and layers.csv are in its own work
+    folder: on a RAM temp folder it is made in the run folder's work root, as the instances' is, and removed after."""
+    made, _seen = watched
+    probe_made, probe_held = probe_watched
+    monkeypatch.setattr(workdirs, "mount_fs_type", lambda path, mounts=None: kind)
+    before = ours_in_temp()
+    run_dir = tmp_path / "run"
+    rows = null_row_sweep(run_dir, tmp_path / "cache", accuracy_samples=4)
+    assert [r["status"] for r in rows] in (["ok"], ["invalid"]), [r["reason"] for r in rows]
+    assert rows[0]["probe"], rows[0]  # a probe process ran for the row's accuracy
+    where = run_dir / RUN_WORK if kind == "tmpfs" else Path(tempfile.gettempdir())
+    assert len(probe_made) == 1 and Path(probe_made[0]).parent == where, (probe_made, where)
+    assert len(made) == 1 and Path(made[0]).parent == where and made[0] != probe_made[0]
+    held = set(probe_held[0])  # what it held when done: its owner record, the inputs (.npz: by input name), results
+    assert {"owner.json", "accuracy_inputs.npz", "probe.pkl"} <= held, probe_held
+    assert not os.path.exists(probe_made[0]) and not (run_dir / RUN_WORK).exists()  # nothing left behind
+    assert ours_in_temp() == before  # nor in the temp folder
 
 
 def test_with_the_temp_folder_on_disk_a_row_uses_it_as_before(tmp_path, monkeypatch, watched):
