@@ -14,9 +14,9 @@ below it and the answer says it is a lower bound. A skipped probe (the backend o
 ends that search with its reason.
 
 Each stream count is measured run.slo_repeats times (R, default 3; --slo-repeats), each repeat a row of its own
-with processes of its own (the warm pool never gives a worker a configuration it ran, whatever the repeat; it keeps
-count x R workers, so the next count's repeats reuse them and start only the extra streams) and, under random or poisson
-arrivals, phases / gaps drawn afresh (the arrival seed depends on the repeat). A count is accepted (met) only when
+with processes of its own (the warm pool never gives a worker a configuration it ran in another repeat, whatever
+the windows; it keeps count x R workers, so the next count's repeats reuse them and start only the extra streams)
+and, under random or poisson arrivals, phases / gaps drawn afresh (the arrival seed depends on the repeat). A count is accepted (met) only when
 every repeat met the SLO; the first repeat that does not meet ends that count (its verdict is the count's), so only
 counts that meet cost R rows. The probe rows of search k (run.repeats: k = the plan's repeat) carry repeat
 k * R + j for their j-th repeat. The answer lists each repeat's p99 at the answer and at the first count that failed.
@@ -152,7 +152,8 @@ def first_window_s(needed_s: dict[int, float], streams: int) -> float | None:
     """The window a probe at `streams` starts with (None: the config's own), from the windows earlier counts
     needed (`needed_s`: count -> the window its last repeat ran to bound the growth): this count's own, else the
     longest a smaller count needed. Nearer the capacity bounding the growth takes no shorter a window, and every
-    window too short costs a row of set-up; a longer first window never changes a verdict."""
+    window too short costs a row of set-up; whatever its length, a window is judged by the same rule (met only when
+    its own interval bounds the growth over the horizon), though another window is another draw."""
     if streams in needed_s:
         return needed_s[streams]
     return max((w for n, w in needed_s.items() if n < streams), default=None)
@@ -199,13 +200,15 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
     assert base.slo_ms is not None and base.rate_hz is not None
     start = min(c.instances for c in cfgs)
 
-    def row_of(cfg: RunConfig) -> dict[str, Any] | None:
+    def row_of(cfg: RunConfig, first_repeat: bool = True) -> dict[str, Any] | None:
         skip = get_backend(cfg.backend).supports(cfg, env) or gpu_sharing_skip_reason(cfg)
-        # the count's repeats each need processes that never ran it: the warm pool keeps (and primes, in parallel
-        # with this row's start) instances x repeats, so a later count reuses them instead of starting its own
+        # the count's repeats each need processes that never ran it in another repeat: the warm pool keeps
+        # instances x repeats, so a later count reuses them instead of starting its own; the later repeats' are
+        # started (in parallel) only once the first repeat met: a count that misses at once costs none
         written = run_sweep([PlannedRun(cfg, skip)], profile, run_dir, store, models, on_row=on_row,
                             idle_power_w=idle_power_w, on_start=on_start, session=session,
-                            workers_ahead=cfg.instances * repeats)
+                            workers_ahead=cfg.instances * (1 if first_repeat else repeats),
+                            workers_kept=cfg.instances * repeats)
         if written:
             return written[0]
         done = [r for r in store.records() if r["config_hash"] == cfg.config_hash()]  # --resume: measured before
@@ -219,7 +222,7 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
         while True:
             cfg = probe_config(base, n, threads_for(profile, n, env.cpu_count), repeat=base.repeat * repeats + j,
                                duration_s=duration)
-            row = row_of(cfg)
+            row = row_of(cfg, first_repeat=j == 0)
             probe = probe_of(n, row, base.max_duration_s) if row is not None else \
                 Probe(n, "failed", None, "missing", "no row")
             windows += probe.windows_s

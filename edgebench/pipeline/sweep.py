@@ -56,12 +56,14 @@ def run_sweep(
     on_start: Callable[[int, int, RunConfig], None] | None = None,
     session: SweepSession | None = None,
     workers_ahead: int = 0,
+    workers_kept: int = 0,
 ) -> list[dict[str, Any]]:
     """Run every planned config not already done in `store`; returns the rows written now.
 
     `workers_ahead`: the warm workers the caller's rows after these will need (the SLO search: a count's repeats,
     each in processes that never ran that configuration); the pool keeps and primes that many, where the plan's own
-    blocks need fewer (warm_pool.block_needs sees only this call's rows).
+    blocks need fewer (warm_pool.block_needs sees only this call's rows); `workers_kept`: idle workers kept after
+    these rows though not started with them.
 
     With `run.workers: warm` the rows run in warm worker processes (runner/warm_pool.py): the session's pool when
     the caller keeps a session across calls (the adaptive and the SLO search), else one for this call, retired when
@@ -73,10 +75,10 @@ def run_sweep(
 
     if session is not None:  # the caller's (a search runs its picks or probes in one session)
         return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, session,
-                         workers_ahead)
+                         workers_ahead, workers_kept)
     with sweep_session(planned, profile, store) as own:
         return _run_rows(planned, profile, run_dir, store, models, on_row, idle_power_w, on_start, own,
-                         workers_ahead)
+                         workers_ahead, workers_kept)
 
 
 @dataclass
@@ -117,7 +119,7 @@ def worker_pool(profile: Profile) -> Iterator[WarmPool | None]:
 def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store: ResultsStore, models: ModelCache,
               on_row: Callable[[int, int, dict[str, Any]], None] | None, idle_power_w: float | None,
               on_start: Callable[[int, int, RunConfig], None] | None,
-              session: SweepSession, workers_ahead: int = 0) -> list[dict[str, Any]]:
+              session: SweepSession, workers_ahead: int = 0, workers_kept: int = 0) -> list[dict[str, Any]]:
     power, pool, thermal, since = session.power, session.pool, session.thermal, session.since
     done = store.done_hashes()
     next_index = len(store.rows())
@@ -141,7 +143,7 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
                 if on_start:
                     on_start(i, len(planned), cfg)
                 if pool is not None and (key := pool_key(cfg)) is not None:
-                    pool.expect(key, max(needs[i], workers_ahead))
+                    pool.expect(key, max(needs[i], workers_ahead), workers_kept)
                 facts = _measure(cfg, profile, models, row_dir, ident, idle_power_w, power, thermal, pool, since)
             try:
                 row = _assemble(facts, row_dir)

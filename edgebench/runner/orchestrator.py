@@ -497,7 +497,7 @@ class _Run:
         if self.pool is not None and self.key is not None:
             spawn = functools.partial(_spawn_warm, cfg, self.prepared.backend, self.child_env,
                                       self.pool.fork_from_server)
-            workers = self.pool.take(self.key, cfg.placements, spawn, run_identity(cfg))
+            workers = self.pool.take(self.key, cfg.placements, spawn, run_identity(cfg), cfg.repeat)
             self.notes += self.pool.notes  # idle workers retired to make room on the device
         else:
             workers = [spawn_worker(len(g), cfg.threads_per_instance, self.child_env,

@@ -9,8 +9,9 @@ The pool holds the workers of one key at a time (another key, or a row that cann
 all). When a key's block of consecutive rows starts, the pool starts, in parallel, as many workers as that block
 will need (`expect`, from the plan) and has each import its backend's framework ("primed"), so later rows with more
 instances find them ready; spare workers must be primed before a row's window starts (`settle`): nothing imports
-during a measurement. A worker never runs the same configuration twice: the repeats of a config (`repeat`) each
-get processes of their own, so a repeat interval still samples process-to-process spread. A worker of a failed row,
+during a measurement. A worker never runs a configuration in two repeats: the repeats of a config (`repeat`) each
+get processes of their own, whatever their windows, so a repeat interval still samples process-to-process spread
+(a repeat run again with a longer window may reuse its own). A worker of a failed row,
 one whose session did not close, or one found dead is retired, never reused. After a row, workers beyond what the
 block still needs are retired.
 Evidence that warm workers measure like fresh ones: benchmarks/warm_vs_fresh.py, docs/results/warm-vs-fresh.md.
@@ -49,8 +50,13 @@ MEMORY_HEADROOM_MIB = 256.0  # and this much on top, per device (allocator round
 
 
 def run_identity(cfg: RunConfig) -> str:
-    """What a worker must not have run before: the config without its repeat number."""
-    return dataclasses.replace(cfg, repeat=0).config_hash()
+    """What a worker must not have run in another repeat: the config without its repeat number and without how
+    long its window ran (warm-up, duration, max duration, min inferences). A repeat run again with a longer window
+    (the SLO search's horizon) is the same measurement of the same configuration: before, the window's length was
+    part of this, so a repeat whose window differed from an earlier repeat's was given that repeat's processes
+    (on an H200, every later repeat of two SLO searches ran in repeat 0's processes)."""
+    return dataclasses.replace(cfg, repeat=0, warmup_s=0.0, duration_s=0.0, max_duration_s=0.0,
+                               min_inferences=0).config_hash()
 
 
 def pool_key(cfg: RunConfig) -> tuple[Any, ...] | None:
@@ -95,12 +101,14 @@ class WarmPool:
     def __init__(self, sizes: Mapping[tuple[Any, ...], int] | None = None,
                  free_mib: Callable[[str], float | None] = free_memory_mib, fork_from_server: bool = False) -> None:
         self.sizes = dict(sizes or {})  # pool key -> the most workers the key's block of rows ahead needs
+        self.keep_sizes: dict[tuple[Any, ...], int] = {}  # key -> idle workers kept after a row, when more than sizes
         self.fork_from_server = fork_from_server  # run.worker_start: forkserver (runner/child_process.server_context)
         self.key: tuple[Any, ...] | None = None
         self.idle: list[WorkerProc] = []
         self.busy: list[WorkerProc] = []
         self.spawned = 0  # processes started over the pool's life (tests and the benchmark read it)
         self.identity = ""  # run_identity of the row in flight
+        self.repeat = 0  # and its repeat
         self.free_mib = free_mib  # placement -> free device memory in MiB, None where it does not apply
         self.worker_mib: dict[tuple[tuple[Any, ...], str], float] = {}  # (key, device) -> most one worker took
         # the same from rows during whose start no other worker of the pool was starting (importing, maybe making a
@@ -113,13 +121,17 @@ class WarmPool:
         self.retired_for_memory = 0  # over the pool's life (tests read it)
         self.notes: list[str] = []  # what the pool did to the row in flight (its notes)
 
-    def expect(self, key: tuple[Any, ...], workers: int) -> None:
-        """The rows ahead of this key (its block of consecutive rows) need at most `workers` processes."""
+    def expect(self, key: tuple[Any, ...], workers: int, keep: int = 0) -> None:
+        """The rows ahead of this key (its block of consecutive rows) need at most `workers` processes, started
+        (primed) with the next row; `keep`: idle workers kept after it though not started now (the SLO search keeps
+        a count's instances x repeats but starts the later repeats' only once the first repeat met)."""
         self.sizes[key] = workers
+        self.keep_sizes[key] = max(workers, keep)
 
     def take(self, key: tuple[Any, ...], placements: Sequence[str], spawn: Callable[[], WorkerProc],
-             identity: str = "") -> list[WorkerProc]:
-        """One worker per placement that has not run `identity` (run_identity) before: an idle one that last ran the
+             identity: str = "", repeat: int = 0) -> list[WorkerProc]:
+        """One worker per placement that has not run `identity` (run_identity) in another repeat than `repeat`:
+        an idle one that last ran the
         same placement, else a never-used one, else a new one from `spawn()` (primed). Spares up to `sizes[key]` are
         started with them (see settle). Idle workers found dead are retired first."""
         self._hold(key)
@@ -134,7 +146,7 @@ class WarmPool:
         chosen: list[WorkerProc] = []
         self.busy = chosen  # as each is chosen: a spawn() that raises leaves nothing unaccounted for
         for placement in placements:
-            fit = [w for w in self.idle if identity not in w.ran]
+            fit = [w for w in self.idle if w.ran.get(identity, repeat) == repeat]
             match = next((w for w in fit if w.placement == placement), None)
             if match is None:
                 match = next((w for w in fit if not w.placement), None)
@@ -151,6 +163,7 @@ class WarmPool:
         self.clean_take = self.clean_take and self.spawned == before
         self.free_at_take = self._free_now()
         self.identity = identity
+        self.repeat = repeat
         return chosen
 
     def _free_now(self) -> dict[str, float]:
@@ -273,9 +286,12 @@ class WarmPool:
         workers = [w for w in workers if w not in gone]
         for w in workers:
             w.rows += 1
-            w.ran.add(self.identity)
+            w.ran[self.identity] = self.repeat
         self.idle = list(workers) + [w for w in self.idle if w not in workers]
-        keep = max(self.sizes.get(self.key, 0) if self.key is not None else 0, instances)
+        kept = 0
+        if self.key is not None:
+            kept = max(self.keep_sizes.get(self.key, 0), self.sizes.get(self.key) or 0)
+        keep = max(kept, instances)
         extra, self.idle = self.idle[keep:], self.idle[:keep]
         retire(extra)
 

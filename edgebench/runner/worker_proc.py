@@ -45,7 +45,8 @@ class WorkerProc:
     primed: bool = False
     forked: bool = False  # forked from the framework server (run.worker_start: forkserver), not spawned
     unfit: bool = False  # said it must not be reused (a session that did not close)
-    ran: set[str] = field(default_factory=set)  # run_identity of every row it finished (never given one again)
+    # run_identity of every row it finished -> that row's repeat (never given the identity in another repeat)
+    ran: dict[str, int] = field(default_factory=dict)
     exited: bool = False
     stop: memoryview = field(init=False, repr=False)
     counts: memoryview = field(init=False, repr=False)

@@ -176,6 +176,23 @@ def test_a_row_that_cannot_reuse_workers_retires_the_idle_ones():
         assert pool.idle == [] and pool.key is None
 
 
+def test_repeats_whose_windows_differ_still_get_processes_of_their_own():
+    """The SLO search runs a repeat's window longer when it cannot bound the growth, and starts the next repeat at
+    another window: a window's length is not another configuration. Before, it was: repeat 1 at another window
+    was given repeat 0's process (on an H200 every later repeat of two searches ran in repeat 0's processes). A
+    repeat run again with a longer window may reuse its own process."""
+    with WarmPool() as pool:
+        r0 = row(pool, 1, repeat=0, duration_s=0.3)
+        r0_longer = row(pool, 1, repeat=0, duration_s=0.6)  # the same repeat, a longer window: its own process
+        r1 = row(pool, 1, repeat=1, duration_s=0.4)  # another repeat at another window: never repeat 0's
+        r2 = row(pool, 1, repeat=2, duration_s=0.5)
+        assert all(o.status == "ok" for o in (r0, r0_longer, r1, r2))
+        assert pids_of(r0_longer) == pids_of(r0)
+        assert len({pids_of(r0)[0], pids_of(r1)[0], pids_of(r2)[0]}) == 3
+        kept = pids_of(r0) + pids_of(r1) + pids_of(r2)
+    assert_all_gone(kept)
+
+
 def test_block_needs_counts_consecutive_rows_of_a_key_and_their_repeats():
     from edgebench.runner.warm_pool import block_needs
 
