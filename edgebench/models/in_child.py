@@ -37,13 +37,15 @@ def run_in_child(name: str, what: str, fn: Callable[..., dict[str, Any]], *args:
     send.close()
     try:
         status, payload = receive.recv()
-    except EOFError:
+    except (EOFError, OSError):
         proc.join(CHILD_EXIT_GRACE_S)
         if proc.exitcode is None:  # the pipe closed, the process did not end: `finally` kills it
             raise ModelError(f"{name}: the {what} process closed its pipe without a result and was still "
                              f"running {CHILD_EXIT_GRACE_S:g} s later") from None
         raise ModelError(f"{name}: the {what} process {exit_text(proc.exitcode)} before it finished "
                          "(out of memory?)") from None
+    except Exception as exc:  # noqa: BLE001 - an exception that pickled there but does not unpickle here
+        raise ModelError(f"{name}: {what} failed and its error could not be read back: {exc_text(exc)}") from None
     finally:
         receive.close()
         proc.join(CHILD_EXIT_GRACE_S)
@@ -63,6 +65,8 @@ def _child(send: Any, name: str, what: str, fn: Callable[..., dict[str, Any]], a
     try:
         result: tuple[str, Any] = ("ok", json.loads(json.dumps(fn(*args))))
     except BaseException as exc:  # noqa: BLE001 - every ending is reported to the harness, which raises it
+        if not isinstance(exc, ModelError) and not str(exc):  # a bare `assert`: where it was raised, while known
+            exc = ModelError(f"{name}: {what} failed: {exc_text(exc)}")
         try:
             pickle.dumps(exc)
             result = ("error", exc)
