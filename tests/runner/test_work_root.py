@@ -170,6 +170,18 @@ def test_stale_folders_in_a_run_folders_work_root_are_removed_with_the_root(tmp_
     assert not (run_dir / RUN_WORK).exists()
 
 
+def test_a_new_sweep_removes_what_killed_runs_beside_it_left_in_their_work_roots(tmp_path, monkeypatch):
+    """A run killed with SIGKILL and never resumed keeps its timestamp chunks in <its run>/.edgebench-work; the next
+    sweep into the same --out folder removes them (their owners are gone), not only its own run folder's."""
+    monkeypatch.delenv(WORK_DIR_ENV, raising=False)
+    old_run, new_run = tmp_path / "20261128-000000-host", tmp_path / "20261128-010000-host"
+    new_run.mkdir()
+    dead = dead_owners_folder(old_run / RUN_WORK)
+    (old_run / "results.csv").write_text("model\n")  # the old run's results stay
+    assert remove_stale_run_workdirs(new_run) == [dead]
+    assert not (old_run / RUN_WORK).exists() and (old_run / "results.csv").is_file()
+
+
 def null_row_sweep(run_dir: Path, cache: Path, accuracy_samples: int = 0) -> list[dict]:
     """A real null-backend row through the sweep (a spawned instance process writing its chunk files; with
     accuracy_samples, a spawned probe process first, reading its accuracy inputs from its own work folder)."""
