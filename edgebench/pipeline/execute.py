@@ -3,6 +3,8 @@ facts its row is computed from (pipeline/row_steps.py runs the row steps on them
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,7 @@ from edgebench.models.int8_graph import nothing_quantized
 from edgebench.models.quantized_file import int8_refusal
 from edgebench.models.quantized_file import note as quantized_note
 from edgebench.models.spec import ModelSpec
+from edgebench.pipeline.disk_full import DISK_FULL_ERRNOS
 from edgebench.pipeline.empty_reasons import idle_absent
 from edgebench.pipeline.idle import idle_applies
 from edgebench.pipeline.main_memory import RowPeak
@@ -111,6 +114,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
                                                          probe=probe, pool=pool, work_root=root)
         clock.add_runner(outcome.phase_s, time.monotonic() - t_runner)
     facts.verdict.sharing_notes = [*sharing.notes, *outcome.notes]
+    if outcome.status != "ok" and outcome.fault_errno in DISK_FULL_ERRNOS:
+        # an instance could not write its timestamp chunks: the disk is full, which no later row escapes; the
+        # sweep stops with the disk-full message (run_sweep) instead of failing this row and the next
+        outcome.discard_stamps()
+        raise OSError(outcome.fault_errno, f"{os.strerror(outcome.fault_errno)}: {outcome.reason}",
+                      root or tempfile.gettempdir())
     if outcome.status != "ok":
         facts.verdict.failure = "; ".join(r for r in (outcome.reason, random_scalars_note(prepared.inputs)) if r)
         return _written(facts, cfg, row_dir, outcome, labelled, clock, peak)

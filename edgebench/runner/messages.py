@@ -75,6 +75,7 @@ class Error:
     instance: int | None  # None: the worker failed before any job (importing its framework)
     phase: str  # the phase the instance was in ("preload" before any job)
     text: str  # 'Type: message', one line (worker.describe)
+    errno: int | None = None  # an OSError's errno (ENOSPC: the disk the timestamp chunks go to is full)
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ class RunOutcome:
     # fixed-rate rows: the origin every stream's arrivals count from (measure_start_ns + STREAM_ORIGIN_LEAD_NS);
     # 0 for a closed loop or a row that never started
     stream_origin_ns: int = 0
+    fault_errno: int | None = None  # failed: the errno of an instance's OSError, when that is what failed it
     timelines: list[Timeline] = field(default_factory=list)  # one per sampler started
     accuracy_outputs: dict[str, np.ndarray] | None = None  # the probe's outputs on accuracy_inputs
     threads_per_instance: int = 1
@@ -298,6 +299,7 @@ class _Run:
         self.keep_workdir = False  # an outcome reads its timestamps from the work folder: the outcome removes it
         self.errors: dict[int, str] = {}
         self.fault: str | None = None
+        self.fault_errno: int | None = None  # an instance's OSError errno (ENOSPC writing its timestamp chunks)
         self.phase_seen_ns: dict[str, int] = {}  # when the last instance entered open / warmup / ready
         self.started: list[Sampler] = []
         self.timelines: list[Timeline] = []
@@ -432,6 +434,7 @@ class _Run:
                 stamps_dir=self.workdir if self.keep_workdir else "",
                 status="failed",
                 reason=self.fault,
+                fault_errno=self.fault_errno,
                 instances=results,
                 measure_start_ns=self.measure_start_ns,
                 measure_end_ns=self.measure_end_ns,
@@ -590,6 +593,8 @@ class _Run:
         elif isinstance(msg, Error):
             i = child.instances[0] if msg.instance is None else msg.instance  # None: it failed before any job
             self._set_fault(f"{self._who(i)} raised {msg.text} during {msg.phase}", [i])
+            if self.fault_errno is None and msg.errno is not None:
+                self.fault_errno = msg.errno
 
     def _judge_exit(self, child: _Child) -> None:
         code = child.proc.exitcode

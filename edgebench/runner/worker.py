@@ -264,7 +264,7 @@ def run_instance(
         return True
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, then the child exits non-zero
         try:
-            send(Error(index, phase, describe(exc)))
+            send(Error(index, phase, describe(exc), exc.errno if isinstance(exc, OSError) else None))
         except Exception:  # noqa: BLE001 - the pipe may be gone; the exit code still tells
             pass
         return False

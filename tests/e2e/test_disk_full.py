@@ -155,3 +155,33 @@ def test_a_first_row_too_big_for_the_disk_says_what_is_known(tmp_path):
             "the unfinished one needed more than was free while it ran)") in line, line
     assert "/results.csv does not exist yet) and the unfinished row was removed: free more space, then resume" in line
     assert "kept" not in line and "1.0 MiB" not in line
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_a_full_disk_under_the_timestamp_chunks_stops_the_sweep_not_one_row(tmp_path):
+    """The instances' timestamp chunks go to the results disk when /tmp is a tmpfs (runner/workdirs), or to
+    EDGEBENCH_WORK_DIR: when that disk fills, the instance's ENOSPC reaches the sweep, which stops with the
+    disk-full line naming the folder (exit 75), instead of failing this row and every later one. Here
+    EDGEBENCH_WORK_DIR is a 1 MiB tmpfs and a null row without sleep writes tens of MiB of timestamps."""
+    pytest.importorskip("torch", reason="the sweep exports tiny_cnn with torch")
+    profile = null_profile(tmp_path, "chunksfull", sweep={"batches": [1, 2]},
+                           run={"warmup_s": 0.05, "duration_s": 1.0},
+                           telemetry={"samplers": ["host"], "idle_baseline_s": 0})
+    out, work = tmp_path / "runs", tmp_path / "small-work"
+    out.mkdir()
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_WORK_DIR": str(work),
+           "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
+    script = ('mount -t tmpfs -o size=1m,mode=755 edgebench-chunks-full "$1" && "$2" -m edgebench bench --device "$3" '
+              '--out "$4"; echo "rc=$?"')
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(work),
+                           sys.executable, str(profile), str(out)], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+    if "rc=" not in proc.stdout and "unshare" in proc.stderr:
+        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    assert "rc=75" in proc.stdout, proc.stdout + proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgebench: error:")]
+    assert line.startswith(f"edgebench: error: no space left on device: could not write {work} ("), line
+    assert "[1/2]" in proc.stdout and "[2/2]" not in proc.stdout  # the sweep stopped at its first row
+    (run,) = out.iterdir()
+    assert not (run / "results.csv").exists() or (run / "results.csv").read_text().count("\n") <= 1
