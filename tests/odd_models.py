@@ -1,7 +1,8 @@
 """Tiny ONNX files shaped like the models nobody here exported (issue 20), built in the tests: a GRU with an
 explicit state input [layers, batch, hidden], a scalar int64 input (a sample rate), an opset-11 conv net, a batch
-dim written as -1, a custom-domain node, two inputs with different fixed batches. Each builder writes one file and
-returns its path; the graphs are small enough that fp32 and int8 rows take seconds on a CPU."""
+dim written as -1, a custom-domain node, two inputs with different fixed batches, a small conv classifier. Each
+builder writes one file and returns its path; the graphs are small enough that fp32 and int8 rows take seconds on a
+CPU."""
 
 from __future__ import annotations
 
@@ -80,6 +81,28 @@ def conv_net(path: Path, *, opset: int = 17, batch: int | str = "batch", custom_
     model = helper.make_model(helper.make_graph(nodes, "conv_net", [x], [y], _conv_weights(rng)),
                               opset_imports=opsets, functions=functions)
     return _save(model, path, ir_version=6 if opset < 13 else 8)
+
+
+def conv_classifier(path: Path, *, batch: int | str = "batch", hw: tuple[int | str, int | str] = ("height", "width"),
+                    unused: str | None = None) -> Path:
+    """pixels [batch, 3, *hw] -> Conv-Relu-GlobalAveragePool-Flatten-Gemm -> logits [batch, 10]. unused: the name of
+    an extra initializer no node reads (ORT's CPU provider warns that it removes it, at every session it builds)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w"),
+             numpy_helper.from_array(rng.standard_normal((8, 10)).astype(np.float32), "fc"),
+             numpy_helper.from_array(np.zeros(10, np.float32), "b")]
+    if unused is not None:
+        inits.append(numpy_helper.from_array(np.ones(4, np.float32), unused))
+    x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [batch, 3, *hw])
+    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])
+    nodes = [helper.make_node("Conv", ["pixels", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc", "b"], ["logits"])]
+    model = helper.make_model(helper.make_graph(nodes, "classifier", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    return _save(model, path)
 
 
 def scalar_sample_rate(path: Path) -> Path:

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from cli_runs import cli_env, one_row, run
+from odd_models import conv_classifier
 from repo_paths import REPO
 
 from edgebench.backends.ort import ORT_ERROR, ORT_WARNING, session_log_severity
@@ -22,27 +22,10 @@ WARNING_LINE = f"Removing initializer '{UNUSED}'"  # ORT 1.x, graph.cc CleanUnus
 
 
 def classifier_with_an_unused_initializer(path: Path) -> Path:
-    """pixels [batch, 3, 16, 16] -> Conv-Relu-GlobalAveragePool-Flatten-Gemm -> logits [batch, 10], plus an
-    initializer no node reads: ORT's CPU provider warns that it removes it, at every session it builds."""
-    onnx = pytest.importorskip("onnx", reason="the test graph is written with onnx.helper")
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w"),
-             numpy_helper.from_array(rng.standard_normal((8, 10)).astype(np.float32), "fc"),
-             numpy_helper.from_array(np.zeros(10, np.float32), "b"),
-             numpy_helper.from_array(np.ones(4, np.float32), UNUSED)]
-    x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, ["batch", 3, 16, 16])
-    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])
-    nodes = [helper.make_node("Conv", ["pixels", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("GlobalAveragePool", ["r"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
-             helper.make_node("Gemm", ["f", "fc", "b"], ["logits"])]
-    model = helper.make_model(helper.make_graph(nodes, "classifier", [x], [y], inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    """The odd_models classifier at 16x16 with an initializer no node reads: ORT's CPU provider warns that it
+    removes it, at every session it builds."""
+    pytest.importorskip("onnx", reason="the test graph is written with onnx.helper")
+    return conv_classifier(path, hw=(16, 16), unused=UNUSED)
 
 
 def test_warnings_only_where_stderr_is_a_regular_file(tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_runs import cli_env, one_row, run
+from odd_models import conv_classifier
 from repo_paths import REPO
 
 pytest.importorskip("onnxruntime", reason="running ONNX models needs onnxruntime")
@@ -49,31 +50,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
     for name, label in (("bert_tiny", "bert"), ("detector_tiny", "detector")):
         paths[label] = out / f"{label}.onnx"
         paths[label].write_bytes(export_onnx(load_model_spec(name), cache).path.read_bytes())
-    paths["symhw"] = _conv_classifier(out / "symhw.onnx", batch="batch")
-    paths["fixed1"] = _conv_classifier(out / "fixed1.onnx", batch=1)
+    paths["symhw"] = conv_classifier(out / "symhw.onnx", batch="batch")
+    paths["fixed1"] = conv_classifier(out / "fixed1.onnx", batch=1)
     return paths
-
-
-def _conv_classifier(path: Path, batch: int | str) -> Path:
-    """pixels [batch, 3, height, width] -> Conv-Relu-GlobalAveragePool-Gemm -> logits [batch, 10]."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w"),
-             numpy_helper.from_array(rng.standard_normal((8, 10)).astype(np.float32), "fc"),
-             numpy_helper.from_array(np.zeros(10, np.float32), "b")]
-    x = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [batch, 3, "height", "width"])
-    y = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 10])
-    nodes = [helper.make_node("Conv", ["pixels", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("GlobalAveragePool", ["r"], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
-             helper.make_node("Gemm", ["f", "fc", "b"], ["logits"])]
-    model = helper.make_model(helper.make_graph(nodes, "classifier", [x], [y], inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
 
 
 def assert_ok_with_accuracy(out: subprocess.CompletedProcess, runs: Path, outputs: str) -> dict:
