@@ -291,7 +291,7 @@ class _Run:
         self.on_measure_start = on_measure_start
         n = cfg.instances
         # records its owner: a killed harness's folder is removed at the next start (workdirs.remove_stale_run_workdirs)
-        self.workdir = make_workdir(work_root) if work_root is not None else make_workdir()
+        self.workdir = make_workdir(work_root)
         self.children: list[_Child] = []
         self.phase = ["startup"] * n
         self.ready = [False] * n

@@ -93,7 +93,7 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
     import numpy as np
 
     # with an owner record: a killed harness's probe folder is cleaned on the next start (remove_stale_run_workdirs)
-    workdir = make_workdir(work_root) if work_root is not None else make_workdir()
+    workdir = make_workdir(work_root)
     t0 = time.monotonic()
     result = ProbeResult(batch=cfg.batch)
     child = None

@@ -472,8 +472,8 @@ def test_a_failure_while_the_outcome_is_built_leaves_no_timestamp_folder(monkeyp
     made: list[str] = []
     real_make = orchestrator.make_workdir
 
-    def recorded() -> str:
-        made.append(real_make())
+    def recorded(*args: str | None) -> str:
+        made.append(real_make(*args))
         return made[-1]
 
     def interrupted(*_a, **_k):
