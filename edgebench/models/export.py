@@ -486,8 +486,10 @@ def _is_torchvision(spec: ModelSpec) -> bool:
 
 def installed_version(package: str) -> str | None:
     """The package's __version__ as importing it would give it (torch's '2.14.1+cu130', local tag included), read
-    from its version.py (torch, torchvision write one) or else its installed metadata, without importing it; None
-    when it is not installed."""
+    without importing it (a cache key must not cost the harness a framework's memory): from its version.py (torch,
+    torchvision write one), else a literal `__version__ = "..."` in its __init__.py (onnxruntime, also installed as
+    onnxruntime-gpu, whose metadata is under that other name), else its installed metadata; None when it is not
+    installed."""
     import importlib.metadata
     import importlib.util
 
@@ -497,9 +499,12 @@ def installed_version(package: str) -> str | None:
         spec = None
     if spec is None:
         return None
-    for folder in spec.submodule_search_locations or ():
+    files = [Path(folder) / "version.py" for folder in spec.submodule_search_locations or ()]
+    if spec.origin and spec.origin.endswith("__init__.py"):
+        files.append(Path(spec.origin))
+    for file in files:
         try:
-            text = (Path(folder) / "version.py").read_text()
+            text = file.read_text()
         except OSError:
             continue
         if match := re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M):

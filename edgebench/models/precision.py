@@ -86,30 +86,9 @@ def _model_artifact(spec: ModelSpec, precision: str, art: Artifact, sidecar: dic
 
 # --------------------------------------------------------------------------- fp16
 
-def framework_version(package: str) -> str | None:
-    """The package's __version__ without importing it (a cache key must not cost the harness ONNX Runtime's
-    memory): a literal `__version__ = "..."` in its __init__.py (onnxruntime, also when installed as
-    onnxruntime-gpu, whose metadata is under another name), else export.installed_version."""
-    import importlib.util
-    import re
-
-    try:
-        found = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        found = None
-    if found is not None and found.origin and found.origin.endswith("__init__.py"):
-        try:
-            text = Path(found.origin).read_text()
-        except OSError:
-            text = ""
-        if match := re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M):
-            return match.group(1)
-    return installed_version(package)
-
-
 def _fp16(spec: ModelSpec, fp32: Artifact, cache: Artifacts) -> Artifact:
-    inputs = {"fp32_sha256": fp32.sha256, "settings": FP16_SETTINGS, "onnxruntime": framework_version("onnxruntime"),
-              "onnx": framework_version("onnx")}
+    inputs = {"fp32_sha256": fp32.sha256, "settings": FP16_SETTINGS, "onnxruntime": installed_version("onnxruntime"),
+              "onnx": installed_version("onnx")}
 
     def build(tmp: Path) -> dict[str, Any]:  # in a process of its own (models/in_child.py)
         return run_in_child(spec.name, "fp16 conversion", build_fp16, spec, str(fp32.path), fp32.sha256, str(tmp))
@@ -135,7 +114,7 @@ def _int8(spec: ModelSpec, fp32: Artifact, cache: Artifacts, calibration: Mappin
     reduce_range, reduce_range_reason = int8_reduce_range()
     settings = {**INT8_SETTINGS, "reduce_range": reduce_range}
     inputs = {"fp32_sha256": fp32.sha256, "settings": settings, "calibration": record,
-              "onnxruntime": framework_version("onnxruntime"), "onnx": framework_version("onnx")}
+              "onnxruntime": installed_version("onnxruntime"), "onnx": installed_version("onnx")}
 
     def build(tmp: Path) -> dict[str, Any]:  # in a process of its own (models/in_child.py): calibration's memory
         return run_in_child(spec.name, "int8 quantization", build_int8, spec, str(fp32.path), fp32.sha256,

@@ -373,4 +373,7 @@ def _killed_export(*_args: object) -> dict:
 def test_installed_version_reads_what_importing_would_say():
     assert export.installed_version("torch") == torch.__version__  # the local tag too ('+cpu', '+cu130')
     assert export.installed_version("onnx") == onnx.__version__
+    import onnxruntime  # its version is a literal in its __init__.py (onnxruntime-gpu's metadata has another name)
+
+    assert export.installed_version("onnxruntime") == onnxruntime.__version__
     assert export.installed_version("no_such_package_here") is None
