@@ -65,12 +65,14 @@ def _child(send: Any, name: str, what: str, fn: Callable[..., dict[str, Any]], a
     try:
         result: tuple[str, Any] = ("ok", json.loads(json.dumps(fn(*args))))
     except BaseException as exc:  # noqa: BLE001 - every ending is reported to the harness, which raises it
-        if not isinstance(exc, ModelError) and not str(exc):  # a bare `assert`: where it was raised, while known
-            exc = ModelError(f"{name}: {what} failed: {exc_text(exc)}")
-        try:
-            pickle.dumps(exc)
-            result = ("error", exc)
-        except Exception:  # noqa: BLE001 - an exception that cannot cross processes: its text does
-            result = ("error", ModelError(f"{name}: {what} failed: {exc_text(exc)}"))
+        # as raised, unless it has no message (a bare `assert`: where it was raised is known only here) or cannot
+        # cross processes: then its text does
+        crosses = isinstance(exc, ModelError) or bool(str(exc))
+        if crosses:
+            try:
+                pickle.dumps(exc)
+            except Exception:  # noqa: BLE001 - whatever pickling an exception raises
+                crosses = False
+        result = ("error", exc if crosses else ModelError(f"{name}: {what} failed: {exc_text(exc)}"))
     send.send(result)
     send.close()

@@ -160,8 +160,7 @@ def horizon_window_s(p99_ms: float | None, slo_ms: float, horizon_s: float, slop
         return None
     width = max(hi_ms_per_s - slope_ms_per_s, 1e-9)
     if lo_ms_per_s < allowed:
-        meets_slope = max(0.0, min(slope_ms_per_s, allowed / 2))
-        need = window_s * 1.3 * (width / (allowed - meets_slope)) ** (2 / 3)
+        need = _stable_window_s(window_s, width, slope_ms_per_s, allowed)
     else:
         need = window_s * 1.3 * (width / max(slope_ms_per_s / 3, 1e-9)) ** 2
     return min(max_duration_s, max(2 * window_s, need))
@@ -179,11 +178,16 @@ def enough_window_s(p99_ms: float | None, slo_ms: float, horizon_s: float, slope
             or window_s <= 0):
         return None
     allowed = (slo_ms - p99_ms) / horizon_s
-    meets_slope = max(0.0, min(slope_ms_per_s, allowed / 2))
-    if allowed <= meets_slope:
+    if allowed <= 0:
         return None
-    width = max(hi_ms_per_s - slope_ms_per_s, 0.0)
-    return min(window_s, window_s * 1.3 * (width / (allowed - meets_slope)) ** (2 / 3))
+    return min(window_s, _stable_window_s(window_s, max(hi_ms_per_s - slope_ms_per_s, 0.0), slope_ms_per_s, allowed))
+
+
+def _stable_window_s(window_s: float, width: float, slope_ms_per_s: float, allowed: float) -> float:
+    """The window whose interval, a half-width `width` now narrowing as T^-1.5 (a stable queue), would fit what the
+    horizon allows beside the slope taken as the one measured but at most allowed / 2; with a 1.3 margin."""
+    meets_slope = max(0.0, min(slope_ms_per_s, allowed / 2))
+    return window_s * 1.3 * (width / (allowed - meets_slope)) ** (2 / 3)
 
 
 def arrival_fields(cfg: RunConfig) -> dict[str, Any]:

@@ -130,10 +130,9 @@ class WarmPool:
 
     def take(self, key: tuple[Any, ...], placements: Sequence[str], spawn: Callable[[], WorkerProc],
              identity: str = "", repeat: int = 0) -> list[WorkerProc]:
-        """One worker per placement that has not run `identity` (run_identity) in another repeat than `repeat`:
-        an idle one that last ran the
-        same placement, else a never-used one, else a new one from `spawn()` (primed). Spares up to `sizes[key]` are
-        started with them (see settle). Idle workers found dead are retired first."""
+        """One worker per placement that has not run `identity` (run_identity) in another repeat than `repeat`: an
+        idle one that last ran the same placement, else a never-used one, else a new one from `spawn()` (primed).
+        Spares up to `sizes[key]` are started with them (see settle). Idle workers found dead are retired first."""
         self._hold(key)
         dead = [w for w in self.idle if w.proc.exitcode is not None]
         self.idle = [w for w in self.idle if w not in dead]
