@@ -8,11 +8,14 @@ fields, as plain JSON types (a TorchVersion or a numpy scalar would import its f
 step's exception is raised here as it was raised there (a ModelError keeps its message; one that cannot cross
 processes crosses as a ModelError with its text); a child that dies without a word (the OOM killer) is a
 ModelError naming the model, the step and how it ended. `fn` must be importable by name (a module-level
-function): the child is spawned, never forked (the harness may hold threads or a CUDA context).
+function): the child is spawned, never forked (the harness may hold threads or a CUDA context). The child dies
+with the harness (process_lifetime.die_with_parent): a calibration holding gigabytes does not go on after the OOM
+killer or a kill -9 ended the sweep that asked for it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +34,7 @@ def run_in_child(name: str, what: str, fn: Callable[..., dict[str, Any]], *args:
 
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, name, what, fn, args),
+    proc = ctx.Process(target=_child, args=(send, name, what, fn, args, os.getpid()),
                        name=f"edgebench-{what.split()[0]}-{name}")
     proc.start()
     send.close()
@@ -57,10 +60,15 @@ def run_in_child(name: str, what: str, fn: Callable[..., dict[str, Any]], *args:
     raise payload
 
 
-def _child(send: Any, name: str, what: str, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> None:
+def _child(send: Any, name: str, what: str, fn: Callable[..., dict[str, Any]], args: tuple[Any, ...],
+           parent_pid: int | None = None) -> None:
     """The step's process: ("ok", its result as JSON types) or ("error", the exception)."""
     import json
     import pickle
+
+    from edgebench.process_lifetime import die_with_parent
+
+    die_with_parent(parent_pid)
 
     try:
         result: tuple[str, Any] = ("ok", json.loads(json.dumps(fn(*args))))

@@ -11,10 +11,10 @@ deployed process does not: docs/results/worker-start.md. One server per process 
 workers of a backend whose framework the server did not import are spawned. `spawn(..., own_group=True)`
 makes the child call os.setsid() before its target runs, so it leads a process group of its own and everything it
 starts (framework helper processes) can be signalled with it; it also dies with this process (Linux:
-PR_SET_PDEATHSIG), since leaving our process group means a signal to our group no longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
+PR_SET_PDEATHSIG, edgebench.process_lifetime), since leaving our process group means a signal to our group no longer reaches it. `stop` ends children (SIGTERM to each group, a grace period, then SIGKILL to every group, so
 grandchildren go too); `exit_text` says how a child ended, in the words rows use ("died with SIGKILL"; it lives in
 edgebench.errors, so that stages below the runner, models.export, word a dead child the same way).
-Only the standard library (and edgebench.errors, itself standard library only) is imported here: a spawned child
+Only the standard library (and edgebench.errors and edgebench.process_lifetime, themselves standard library only) is imported here: a spawned child
 unpickles this module before its target.
 """
 
@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from edgebench.errors import exit_text as exit_text  # re-exported: callers name it child_process.exit_text
+from edgebench.process_lifetime import die_with_parent
 
 JOIN_AFTER_KILL_S = 5.0  # how long a SIGKILLed child gets to be reaped
 _ENV_LOCK = threading.Lock()
@@ -164,27 +165,8 @@ def _run_in_own_group(target: Callable[..., None], parent_pid: int | None, args:
     """The child's side of spawn(own_group=True); parent_pid None: forked from the framework server, whose death
     (it leaves when the runner's process does) ends this child."""
     os.setsid()
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     target(*args)
-
-
-def _die_with_parent(parent_pid: int | None) -> None:
-    """Linux: SIGKILL this child when its parent dies (it left the parent's process group, so a signal to that
-    group no longer reaches it). Elsewhere the runner's timed loop checks getppid(). parent_pid None: whoever
-    forked this child (the framework server); gone already when the child was handed to init (pid 1)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    orphaned = os.getppid() == 1 if parent_pid is None else os.getppid() != parent_pid
-    if orphaned:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 @contextlib.contextmanager
