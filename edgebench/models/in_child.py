@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edgebench.errors import ModelError, exc_text, exit_text
+from edgebench.process_lifetime import die_with_parent
 
 IN_CHILD = True  # a test that injects a fault into a step in-process sets it False
 CHILD_EXIT_GRACE_S = 30.0
@@ -65,8 +66,6 @@ def _child(send: Any, name: str, what: str, fn: Callable[..., dict[str, Any]], a
     """The step's process: ("ok", its result as JSON types) or ("error", the exception)."""
     import json
     import pickle
-
-    from edgebench.process_lifetime import die_with_parent
 
     die_with_parent(parent_pid)
 
