@@ -26,6 +26,12 @@ margin. While it does not fit, idle workers the row does not use are retired (th
 pool starts no spares for that key while memory is short; the row's note says what was retired and why. A row
 thus never fails from memory its own harness holds idle. Placements without device memory (cpu, dla) are not
 checked.
+
+Host memory (issue 37: an 8 GB board, whose GPU shares the host's memory, has no NVML): before the pool starts
+workers, for a row or as spares, it asks whether they fit in the host memory available above a reserve
+(runner/host_memory.py; one worker's share is the most PSS measured among the key's primed and used workers). A
+row's own new workers always start, after idle workers it cannot use are retired while they would not fit; spares
+start only as far as they fit. The row's note says what was retired or not started, and why.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from edgebench.runner import child_process
+from edgebench.runner import child_process, host_memory
 from edgebench.runner.messages import Error, Exit, Primed
 from edgebench.runner.worker_proc import WorkerProc
 from edgebench.telemetry.nvml import free_memory_mib
@@ -99,7 +105,9 @@ class WarmPool:
     """Idle warm workers of one pool key, handed to rows and taken back."""
 
     def __init__(self, sizes: Mapping[tuple[Any, ...], int] | None = None,
-                 free_mib: Callable[[str], float | None] = free_memory_mib, fork_from_server: bool = False) -> None:
+                 free_mib: Callable[[str], float | None] = free_memory_mib, fork_from_server: bool = False,
+                 host_mib: Callable[[], tuple[float, float] | None] = host_memory.available_mib,
+                 worker_host_mib: Callable[[int], float | None] = host_memory.worker_mib) -> None:
         self.sizes = dict(sizes or {})  # pool key -> the most workers the key's block of rows ahead needs
         self.keep_sizes: dict[tuple[Any, ...], int] = {}  # key -> idle workers kept after a row, when more than sizes
         self.fork_from_server = fork_from_server  # run.worker_start: forkserver (runner/child_process.server_context)
@@ -120,6 +128,10 @@ class WarmPool:
         self.row_devices: dict[str, int] = {}  # device -> workers of the row in flight there
         self.retired_for_memory = 0  # over the pool's life (tests read it)
         self.notes: list[str] = []  # what the pool did to the row in flight (its notes)
+        self.host_mib = host_mib  # () -> (available, total) host memory in MiB; None where it cannot be read
+        self.worker_host_mib = worker_host_mib  # pid -> what that process holds of host memory, MiB
+        self.host_per_worker: dict[tuple[Any, ...], float] = {}  # key -> the most one worker of it held (host)
+        self.not_started_for_host = 0  # over the pool's life (tests read it)
 
     def expect(self, key: tuple[Any, ...], workers: int, keep: int = 0) -> None:
         """The rows ahead of this key (its block of consecutive rows) need at most `workers` processes, started
@@ -142,6 +154,8 @@ class WarmPool:
         for placement in placements:
             device = device_of(placement)
             self.row_devices[device] = self.row_devices.get(device, 0) + 1
+        fits = [w for w in self.idle if w.ran.get(identity, repeat) == repeat]
+        self._make_host_room(key, len(placements) - len(fits), fits)
         chosen: list[WorkerProc] = []
         self.busy = chosen  # as each is chosen: a spawn() that raises leaves nothing unaccounted for
         for placement in placements:
@@ -207,6 +221,46 @@ class WarmPool:
                 f"configuration opened, x{MEMORY_MARGIN:g} + {MEMORY_HEADROOM_MIB:g}); retired {gone} idle "
                 f"worker(s) first ({'unknown' if free is None else f'{free:.0f} MiB'} free after)")
 
+    def _host_state(self, key: tuple[Any, ...]) -> tuple[float, float, float] | None:
+        """(available, total, one worker's measured MiB) of host memory for workers of `key`; None while there is
+        nothing to check with."""
+        per_worker = self.host_per_worker.get(key)
+        memory = self.host_mib() if per_worker is not None else None
+        return None if memory is None or per_worker is None else (*memory, per_worker)
+
+    def _make_host_room(self, key: tuple[Any, ...], starting: int, keep: Sequence[WorkerProc]) -> None:
+        """Retire idle workers the row cannot use (not `keep`) while the `starting` workers it must start would not
+        fit in the host memory available above the reserve."""
+        state = self._host_state(key)
+        if state is None or starting <= 0:
+            return
+        available, total, per_worker = state
+        if host_memory.affordable(available, total, per_worker, MEMORY_MARGIN) >= starting:
+            return
+        before, gone = available, 0
+        order = sorted((w for w in self.idle if w not in keep), key=lambda w: -w.rows)
+        while order and host_memory.affordable(available, total, per_worker, MEMORY_MARGIN) < starting:
+            w = order.pop(0)
+            self.idle.remove(w)
+            retire([w])
+            gone += 1
+            available = (self.host_mib() or (available, total))[0]
+        self.short.add(key)
+        self.retired_for_memory += gone
+        self.notes.append(
+            f"warm pool: host memory: {before:.0f} of {total:.0f} MiB available and this row starts {starting} "
+            f"worker(s) of ~{per_worker:.0f} MiB each (PSS measured, x{MEMORY_MARGIN:g}) above a reserve of "
+            f"{host_memory.reserve_mib(total):.0f} MiB; retired {gone} idle worker(s) it cannot use first "
+            f"({available:.0f} MiB available after)")
+
+    def _measure_host(self, workers: Sequence[WorkerProc]) -> None:
+        """Note the most host memory one of `workers` (of the pool's key) holds."""
+        if self.key is None:
+            return
+        for w in workers:
+            if w.proc.exitcode is None and (mib := self.worker_host_mib(w.pid)) is not None:
+                self.host_per_worker[self.key] = max(self.host_per_worker.get(self.key, 0.0), mib)
+
     def opened(self) -> None:
         """Every instance of the row in flight is ready (sessions open, warmed up): note what one worker took on each
         device, (free before the row - free now) / its workers there; the most seen for the key is kept."""
@@ -242,7 +296,24 @@ class WarmPool:
         self._fill_now(idle, spawn)
 
     def _fill_now(self, idle: int, spawn: Callable[[], WorkerProc]) -> None:
-        while len(self.idle) < idle:
+        wanted = idle - len(self.idle)
+        if wanted <= 0:
+            return
+        state = self._host_state(self.key) if self.key is not None else None
+        if state is not None:
+            available, total, per_worker = state
+            # workers started but not primed yet have not taken their memory: count it as taken
+            starting = sum(1 for w in self.idle + self.busy if not w.primed)
+            fit = max(0, host_memory.affordable(available, total, per_worker, MEMORY_MARGIN) - starting)
+            if fit < wanted:
+                self.short.add(self.key)
+                self.not_started_for_host += wanted - fit
+                self.notes.append(
+                    f"warm pool: host memory: started {fit} of {wanted} spare worker(s) ({available:.0f} of "
+                    f"{total:.0f} MiB available, ~{per_worker:.0f} MiB each (PSS measured, x{MEMORY_MARGIN:g}), "
+                    f"{starting} still starting, a reserve of {host_memory.reserve_mib(total):.0f} MiB)")
+                wanted = fit
+        for _ in range(wanted):
             self.idle.append(self._spawn(spawn))
 
     def _spawn(self, spawn: Callable[[], WorkerProc]) -> WorkerProc:
@@ -271,6 +342,7 @@ class WarmPool:
                 self.idle.remove(w)
                 retire([w])
                 break
+        self._measure_host([w for w in self.idle if w.primed])
         return problems
 
     def give_back(self, workers: Sequence[WorkerProc], ok: bool, instances: int) -> None:
@@ -286,6 +358,7 @@ class WarmPool:
         for w in workers:
             w.rows += 1
             w.ran[self.identity] = self.repeat
+        self._measure_host(workers)
         self.idle = list(workers) + [w for w in self.idle if w not in workers]
         kept = 0
         if self.key is not None:
