@@ -40,8 +40,9 @@
 # '[{cuda_graph: true}]', SHARING time-slicing), streams 28..36 (START 28, MAX_STREAMS 36: the capacity is ~31-32),
 # first windows of >= 0.7 s (DURATION_S; 662 inferences at 28 x 30/s take 0.79 s), run longer up to MAX_DURATION_S
 # while they cannot bound the growth over HORIZON_S (2-10 s near capacity, 25-60 s after a stall), warm-up 0.3 s,
-# BUDGET_S 450. On an H200 a search took 255 s (independent repeats): two fit a call (SEARCHES=2; another call's searches draw
-# afresh with SEED=1, 2, ...), and `check N` (~300 s) another (docs/results/h200-issue35.md). The other calls:
+# BUDGET_S 450. On H200s a search with independent repeats took 255-320 s, an MPS search (START=MAX_STREAMS=44,
+# DURATION_S=3) 206-231 s: one search per call with BUDGET_S=330 is safe (another call's searches draw afresh with
+# SEED=1, 2, ...), and `check N` (~350 s) another (docs/results/h200-issue35.md). The other calls:
 #   SHARING=mps OUT=$OUT/mps-graph benchmarks/gpu_slo.sh arrivals
 #   OPTION_SETS='[{}]' START=16 MAX_STREAMS=24 OUT=$OUT/ts-eager benchmarks/gpu_slo.sh arrivals   # eager: ~18-21
 #   OPTION_SETS='[{}]' SHARING=mps OUT=$OUT/mps-eager benchmarks/gpu_slo.sh arrivals
