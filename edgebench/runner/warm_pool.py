@@ -258,7 +258,7 @@ class WarmPool:
         if self.key is None:
             return
         for w in workers:
-            if w.proc.exitcode is None and (mib := self.worker_host_mib(w.pid)) is not None:
+            if w.proc.exitcode is None and w.pid is not None and (mib := self.worker_host_mib(w.pid)) is not None:
                 self.host_per_worker[self.key] = max(self.host_per_worker.get(self.key, 0.0), mib)
 
     def opened(self) -> None:
@@ -299,14 +299,13 @@ class WarmPool:
         wanted = idle - len(self.idle)
         if wanted <= 0:
             return
-        state = self._host_state(self.key) if self.key is not None else None
-        if state is not None:
+        if (key := self.key) is not None and (state := self._host_state(key)) is not None:
             available, total, per_worker = state
             # workers started but not primed yet have not taken their memory: count it as taken
             starting = sum(1 for w in self.idle + self.busy if not w.primed)
             fit = max(0, host_memory.affordable(available, total, per_worker, MEMORY_MARGIN) - starting)
             if fit < wanted:
-                self.short.add(self.key)
+                self.short.add(key)
                 self.not_started_for_host += wanted - fit
                 self.notes.append(
                     f"warm pool: host memory: started {fit} of {wanted} spare worker(s) ({available:.0f} of "
