@@ -6,17 +6,18 @@
 # row.json: prewarm/probe (the pipeline), spawn (until the last instance began opening its session: process start,
 # framework import, CUDA context), load (until the last began warm-up: model build and copy to the GPU), warmup
 # (until the last was ready: cudnn autotune, graph capture, the warm-up window).
+# WORKER_START=forkserver forks the workers from a server that imported the framework once (run.worker_start).
 #   OUT=/path benchmarks/gpu_setup_phases.sh       (one NVIDIA H100/H200; about 2 + 1 min per repeat at 32)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuout}; mkdir -p "$OUT/runs"
 export PYTHONUNBUFFERED=1 EDGEBENCH_CACHE=${EDGEBENCH_CACHE:-/tmp/ebcache}
 PY=${PY:-python3}; N=${N:-32}; REPEATS=${REPEATS:-3}; RATE=${RATE:-30}; DURATION_S=${DURATION_S:-2}
-BUDGET_S=${BUDGET_S:-420}
+BUDGET_S=${BUDGET_S:-420}; WORKER_START=${WORKER_START:-spawn}
 cat > "$OUT/setup.yaml" <<YAML
 name: gpu-setup
 extends: dgpu
-description: issue 37 - set-up per repeat at $N CUDA-graph instances (resnet50 fp16 torch b1)
+description: issue 37 - set-up per repeat at $N CUDA-graph instances (resnet50 fp16 torch b1), workers $WORKER_START
 sweep:
   models: [resnet50]
   backends: ["torch"]
@@ -32,6 +33,7 @@ run:
   max_duration_s: $(( DURATION_S * 3 ))
   min_inferences: 64
   repeats: $REPEATS
+  worker_start: $WORKER_START
   kernel_profile_steps: 0
   accuracy_samples: 0
 telemetry:
