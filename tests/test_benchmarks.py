@@ -34,6 +34,9 @@ INTERNAL_USERS = {
     # measures through the CLI (`edgebench bench`, spawned and forked workers interleaved); imports only the answer
     # layer's interval of the median to state its per-pair ratios' interval at its real coverage
     "worker_start.py",
+    # measures through the CLI (`edgebench bench` from two checkouts, interleaved); imports only the answer layer's
+    # interval of the median, as worker_start.py
+    "setup_ab.py",
 }
 
 

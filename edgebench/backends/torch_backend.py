@@ -16,6 +16,7 @@ open/feed/infer -> BackendError("instance N: out of memory at batch B on cuda:K 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 import re
@@ -27,10 +28,11 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from edgebench.backends.base import Env, Placement, Prepared
 from edgebench.backends.options import BackendOptions, must, validated
 from edgebench.config.typed import Field, field_validator
-from edgebench.errors import BackendError, EdgebenchError
+from edgebench.errors import BackendError, EdgebenchError, exc_message
 from edgebench.models.export import build_torch_model
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import load_model_spec
+from edgebench.models.torch_state import built_state, model_from_state
 from edgebench.placement import Placement as ParsedPlacement
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,9 +54,12 @@ _KEEP_BUILDS = False  # a warm worker (preload ran) keeps its last built model f
 _KEPT: dict[tuple[Any, ...], Any] = {}
 
 
-def _built_model(spec: Any, seed: int) -> Any:
-    """A newly built model; in a warm worker a deep copy of the one it built for an earlier row (same spec, weights
-    and seed: the same tensors), the kept one never touched by a session."""
+def _built_model(spec: Any, seed: int, state_file: str | None = None) -> Any:
+    """The spec's model: its saved build's tensors when prepare() saved one (models/torch_state.py); else newly built,
+    in a warm worker a deep copy of the one it built for an earlier row (same spec, weights and seed: the same
+    tensors), the kept one never touched by a session."""
+    if state_file is not None and (model := model_from_state(spec, state_file)) is not None:
+        return model
     if not _KEEP_BUILDS:
         return build_torch_model(spec, seed)
     import copy
@@ -169,15 +174,30 @@ class TorchBackend:
         seed = model.sidecar.get("seed", 0)  # the seed the ONNX was exported with: same weights as the ONNX
         seed = seed if type(seed) is int else 0
         provider = "torch-" + ("compile" if opts["compile"] else "eager") + ("+cudagraph" if opts["cuda_graph"] else "")
+        # the sweep's weights (a --weights override included) when the artifact names them
+        weights = {"weights": model.sidecar["weights_spec"]} if "weights_spec" in model.sidecar else {}
+        built, state_note = _built_state(dataclasses.replace(spec, **weights), cache, seed)
         return Prepared.for_artifact(
             self.name, cfg, model, precision=cfg.precision,
-            options={**opts, "model_spec": spec.name, "weights_seed": seed,
-                     # the sweep's weights (a --weights override included) when the artifact names them
-                     **({"weights": model.sidecar["weights_spec"]} if "weights_spec" in model.sidecar else {})},
-            info={"provider": provider, "math": MATH[cfg.precision], "weights_seed": seed, "options": opts})
+            options={**opts, "model_spec": spec.name, "weights_seed": seed, **weights, **built},
+            info={"provider": provider, "math": MATH[cfg.precision], "weights_seed": seed, "options": opts,
+                  "torch_state": state_note})
 
     def open(self, prepared: Prepared, placement: Placement) -> TorchSession:
         return TorchSession(prepared, placement)
+
+
+def _built_state(spec: Any, cache: Artifacts | None, seed: int) -> tuple[dict[str, str], str]:
+    """({"state_file": path} of the spec's built model in the cache, or {} when it cannot be saved; what happened,
+    for the row): the workers then load its tensors instead of each building the model (models/torch_state.py)."""
+    if cache is None:  # no artifact cache (a session opened by hand)
+        return {}, "built in each worker (no artifact cache)"
+    try:
+        artifact = built_state(spec, cache, seed)
+    except EdgebenchError as exc:  # the workers build it as before; their own build says what is wrong, if anything
+        return {}, f"built in each worker: the saved build failed ({exc_message(exc, first_line=True)})"
+    return {"state_file": str(artifact.path)}, ("loaded from the cache" if artifact.reused
+                                                 else "built once and saved to the cache")
 
 
 def _oom_guard(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -235,12 +255,10 @@ class TorchSession:
         torch.backends.cudnn.benchmark = bool(opts["cudnn_benchmark"])
         spec = load_model_spec(str(prepared.options["model_spec"]))
         if "weights" in prepared.options:
-            import dataclasses
-
             spec = dataclasses.replace(spec, weights=prepared.options["weights"])
         self._output_names = spec.output_names
         with _BUILD_LOCK:
-            model = _built_model(spec, int(prepared.options.get("weights_seed", 0)))
+            model = _built_model(spec, int(prepared.options.get("weights_seed", 0)), prepared.options.get("state_file"))
         model = model.requires_grad_(False).to(self.device, dtype=self._dtype)
         if self._channels_last:
             model = model.to(memory_format=torch.channels_last)

@@ -57,14 +57,23 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
 
     torch.manual_seed(seed)
     resolved = resolve_weights(spec)
-    if spec.source == "torchvision":
-        import torchvision
+    if spec.source == "torchvision" and resolved.kind == "torchvision":
+        return _torchvision_pretrained(spec, _torchvision_ctor(spec), resolved).eval()
+    model = construct_torch_model(spec)
+    weights = resolved.path
+    if weights is not None:
+        _load_weights(model, weights)
+    else:
+        _reinit_zero_linears(model, seed)
+        _recalibrate_batchnorm(model, spec, seed)
+    return model.eval()
 
-        ctor = getattr(torchvision.models, spec.arch, None)
-        if ctor is None or not callable(ctor):
-            raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models has no model {spec.arch!r}")
-        if resolved.kind == "torchvision":
-            return _torchvision_pretrained(spec, ctor, resolved).eval()
+
+def construct_torch_model(spec: ModelSpec) -> torch.nn.Module:
+    """The spec's module as its constructor makes it (random init, no weights, train mode); under
+    `torch.device("meta")` the same module with no storage and no init (models/torch_state.py fills it)."""
+    if spec.source == "torchvision":
+        ctor = _torchvision_ctor(spec)
         import inspect
 
         kwargs: dict[str, Any] = {"num_classes": spec.num_classes, **dict(spec.config)}
@@ -74,20 +83,21 @@ def build_torch_model(spec: ModelSpec, seed: int = 0) -> torch.nn.Module:
         except (TypeError, ValueError):
             kwargs["weights"] = None
         try:
-            model = ctor(**kwargs)
+            return ctor(**kwargs)
         except TypeError as exc:
             raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models.{spec.arch}: {exc}") from None
-    elif spec.source == "builtin":
-        model = build_builtin(spec.arch, spec.num_classes, **dict(spec.config))
-    else:
-        raise ModelError(f"{spec.spec_file or spec.name}: source {spec.source!r} has no torch model")
-    weights = resolved.path
-    if weights is not None:
-        _load_weights(model, weights)
-    else:
-        _reinit_zero_linears(model, seed)
-        _recalibrate_batchnorm(model, spec, seed)
-    return model.eval()
+    if spec.source == "builtin":
+        return build_builtin(spec.arch, spec.num_classes, **dict(spec.config))
+    raise ModelError(f"{spec.spec_file or spec.name}: source {spec.source!r} has no torch model")
+
+
+def _torchvision_ctor(spec: ModelSpec) -> Any:
+    import torchvision
+
+    ctor = getattr(torchvision.models, spec.arch, None)
+    if ctor is None or not callable(ctor):
+        raise ModelError(f"{spec.spec_file or spec.name}: torchvision.models has no model {spec.arch!r}")
+    return ctor
 
 
 def _reinit_zero_linears(model: torch.nn.Module, seed: int) -> None:

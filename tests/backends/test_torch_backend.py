@@ -325,3 +325,35 @@ def test_closing_a_compiled_session_resets_dynamo_so_the_next_row_compiles_its_o
                            Placement(device="cpu", instance=0, threads=1))
     session.close()  # never ran: nothing compiled, but a warm worker's dynamo cache must not outlive the session
     assert resets == [1]
+
+
+def test_a_session_loads_the_saved_build_instead_of_building(tmp_path, monkeypatch):
+    from edgebench.backends import torch_backend
+    from edgebench.errors import ModelError
+    from edgebench.models import torch_state
+    from edgebench.models.artifacts import Artifacts
+
+    monkeypatch.setattr(torch_state, "_VERIFIED", {})
+    backend, cache = TorchBackend(), Artifacts(tmp_path)
+    prepared = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)
+    assert prepared.info["torch_state"] == "built once and saved to the cache"
+    assert prepared.options["state_file"].startswith(str(tmp_path))
+
+    def no_build(spec, seed):
+        raise AssertionError("a worker built the model")
+
+    monkeypatch.setattr(torch_backend, "build_torch_model", no_build)
+    session = backend.open(prepared, Placement(device="cpu", instance=0, threads=1))
+    session.feed({"input": X})
+    session.infer()
+    np.testing.assert_allclose(session.outputs()["output"], reference(X, seed=1), rtol=1e-5, atol=1e-6)
+    session.close()
+    assert backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache).info["torch_state"] == "loaded from the cache"
+
+    def broken(spec, cache, seed):
+        raise ModelError("tiny_cnn: the torch build process died with SIGKILL")
+
+    monkeypatch.setattr(torch_backend, "built_state", broken)
+    fallback = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)
+    assert "state_file" not in fallback.options
+    assert fallback.info["torch_state"].startswith("built in each worker: the saved build failed (tiny_cnn: the torch")
