@@ -7,7 +7,8 @@ every repeat met. `search_max_streams` doubles from the first count until a coun
 the last count that met and the first that did not, each count probed at most once. With capacities (a
 closed-loop row's throughput, what a probe served while its backlog grew), no count whose offered rate exceeds the
 lowest is probed, the bisection tries the highest count it admits first, and the count above the answer is
-measured once (a capacity it contradicts is dropped). `monotonic_note` says when the probes contradict the
+measured once (a capacity it contradicts is dropped, and the search steps up from that count 1, 2, 4, ... streams
+at a time instead of doubling it). `monotonic_note` says when the probes contradict the
 search's assumption (p99 never falls as streams are added); `describe_probes`, `p99_list` and `holds_at` are the
 texts of its slo_search.csv line.
 """
@@ -144,6 +145,7 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
         return _result(good, False, order, skipped=seen[n].reason or "skipped")
 
     good, upper = 0, None  # upper: the fewest streams that did not meet (for the direction)
+    step = 0  # after a contradicted capacity: the next count is good + step, step doubling while they meet
     n = max(1, min(start, max_streams))
     while True:
         while True:  # doubling, within the capacity
@@ -160,7 +162,10 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
                 good = n
             if n >= limit():
                 break
-            n = min(2 * n, limit())
+            if step:
+                n, step = min(good + step, limit()), 2 * step
+            else:
+                n = min(2 * n, limit())
         if upper is not None:  # bisection between what met and the first that did not or the capacity's bound
             while (hi := min(upper, limit() + 1)) - good > 1:
                 top = limit()  # the most the capacity admits, first: where the capacity binds, it is the answer
@@ -182,9 +187,13 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
             break
         lowest = min(caps, key=lambda c: c.per_s)
         notes.append(f"capacity {lowest.per_s:.4g}/s ({lowest.source}) was wrong: {above} streams met at "
-                     f"{above * (rate_hz or 0):.4g}/s offered; the search went on without it")
+                     f"{above * (rate_hz or 0):.4g}/s offered; the search went on above it one stream, then 2, 4, "
+                     "... at a time (a count offers at most what the counts met since add again)")
         caps.clear()
-        good, upper, n = above, None, min(2 * above, max_streams)
+        # no capacity is known now, only that `above` was served: step up from it, not doubling it, so a probe
+        # overloads the device by no more than the search has climbed since (the issue's H200: 32 next, not 36)
+        good, upper, step = above, None, 2
+        n = min(above + 1, max_streams)
     nearest = min((p for p in order if p.streams > good), key=lambda p: p.streams, default=None)
     lowest_cap = min(caps, key=lambda c: c.per_s) if caps else None
     over = lowest_cap is not None and good + 1 > limit() and good + 1 <= max_streams

@@ -91,6 +91,26 @@ def test_a_capacity_the_count_above_contradicts_is_dropped_and_the_search_goes_o
     assert len(calls) == len(set(calls))
 
 
+def test_after_a_contradicted_capacity_the_search_steps_up_instead_of_doubling():
+    """The H200's ts6 search (docs/results/h200-issue35.md): a closed loop at 28 processes said 908.6/s (30 streams of
+    30/s); the device served 944.6/s. 30 and 31 met; the search then probed 36 (1080/s offered, 14% over what was
+    served) before 32. Stepping up from 31 probes 32, which misses and says what is served: the answer, no overload
+    beyond one stream."""
+    probe, calls = device(944.6, 30.0)
+    result = search_max_streams(probe, 36, 28, rate_hz=30.0, capacity=Capacity(908.6, "closed loop at 28 streams"))
+    assert calls == [28, 30, 31, 32] and result.answer == "31"
+    # far off (a closed loop at 1 stream of a GPU): the steps double, so the overshoot past the last count that met
+    # is never more than what was climbed since the capacity was dropped, plus one
+    probe, calls = device(950.0, 30.0)
+    result = search_max_streams(probe, 64, 1, rate_hz=30.0, capacity=Capacity(600.0, "closed loop at 1 streams"))
+    after = calls[calls.index(21):]
+    assert after[:5] == [21, 22, 24, 28, 36] and result.answer == "31"
+    met = [n for n in after if n * 30.0 <= 950.0]
+    for n in after[1:]:
+        below = max(m for m in met if m < n)
+        assert n - below <= below - 21 + 1
+
+
 def test_capacity_admits_nothing_then_one_stream_is_measured_to_say_so():
     probe, calls = device(20.0, 30.0)
     result = search_max_streams(probe, 8, 2, rate_hz=30.0, capacity=Capacity(20.0, "closed loop at 2 streams"))
