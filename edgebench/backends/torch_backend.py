@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import importlib.util
 import re
@@ -32,7 +33,7 @@ from edgebench.errors import BackendError, EdgebenchError, exc_message
 from edgebench.models.export import build_torch_model
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.models.spec import load_model_spec
-from edgebench.models.torch_state import built_state, model_from_state
+from edgebench.models.torch_state import built_state, model_from_state, not_saved_why
 from edgebench.placement import Placement as ParsedPlacement
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -192,12 +193,19 @@ def _built_state(spec: Any, cache: Artifacts | None, seed: int) -> tuple[dict[st
     for the row): the workers then load its tensors instead of each building the model (models/torch_state.py)."""
     if cache is None:  # no artifact cache (a session opened by hand)
         return {}, "built in each worker (no artifact cache)"
+    if (why := not_saved_why(spec)) is not None:
+        return {}, f"built in each worker: {why}"
     try:
         artifact = built_state(spec, cache, seed)
-    except EdgebenchError as exc:  # the workers build it as before; their own build says what is wrong, if anything
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk stops the sweep (pipeline/disk_full.py)
+            raise
         return {}, f"built in each worker: the saved build failed ({exc_message(exc, first_line=True)})"
-    return {"state_file": str(artifact.path)}, ("loaded from the cache" if artifact.reused
-                                                 else "built once and saved to the cache")
+    except Exception as exc:  # noqa: BLE001 - the build's process re-raises what it met (torch raises many kinds);
+        # the workers build it as before, and their own build says what is wrong, if anything
+        return {}, f"built in each worker: the saved build failed ({exc_message(exc, first_line=True)})"
+    return {"state_file": str(artifact.path)}, ("workers load the saved build (loaded from the cache)" if artifact.reused
+                                                 else "workers load the saved build (built once and saved to the cache)")
 
 
 def _oom_guard(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -20,6 +20,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgebench.errors import ModelError
 from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
 from edgebench.models.export import build_torch_model, construct_torch_model, installed_version
 from edgebench.models.in_child import run_in_child
@@ -31,36 +32,58 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.models.spec import ModelSpec
 
 STATE_RECIPE = 1  # bump when build_torch_model changes the tensors it makes
-_VERIFIED: dict[str, Artifact] = {}  # cache key -> its artifact, checked (sha256) once per process
+# cache path -> (its artifact, the file's (size, mtime_ns, inode) when its sha256 was checked in this process)
+_VERIFIED: dict[str, tuple[Artifact, tuple[int, int, int]]] = {}
+
+
+def not_saved_why(spec: ModelSpec) -> str | None:
+    """Why the spec's build is not saved (each worker builds it), or None: torchvision's pretrained builders set
+    constructor options of their own (inception_v3's transform_input), so a module constructed without them would
+    take the saved tensors and compute something else."""
+    if resolve_weights(spec).kind == "torchvision":
+        return "torchvision's pretrained builder sets constructor options of its own"
+    return None
 
 
 def state_inputs(spec: ModelSpec, seed: int) -> dict[str, Any]:
     """What the built tensors depend on (the cache key): the spec's model fields, the seed, the weights file and
-    the framework versions (read without importing them)."""
+    the framework versions (read without importing them; torchvision for every source: a builtin may use it)."""
     weights = resolve_weights(spec).path
     return {
         "recipe": STATE_RECIPE,
         "spec": {k: v for k, v in spec.to_dict().items() if k not in ("spec_file", "description", "preprocess")},
         "torch": installed_version("torch"),
-        "torchvision": installed_version("torchvision") if spec.source == "torchvision" else None,
+        "torchvision": installed_version("torchvision"),
         "seed": seed,
         "weights_sha256": sha256_file(weights) if weights is not None else None,
     }
 
 
 def built_state(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
-    """The spec's built model as a state_dict file in the cache: built (in a process of its own) on first use."""
+    """The spec's built model as a state_dict file in the cache: built (in a process of its own) on first use, and
+    checked there to load back into the module whole. A file checked in this process is not hashed again while its
+    size, modification time and inode stay as they were."""
     inputs = state_inputs(spec, seed)
-    final = str(cache.path_for("torch-state", inputs, f"{spec.name}.pt"))
-    if final in _VERIFIED and Path(final).exists():
-        return _VERIFIED[final]
+    final = cache.path_for("torch-state", inputs, f"{spec.name}.pt")
+    seen = _VERIFIED.get(str(final))
+    if seen is not None and _signature(final) == seen[1]:
+        return seen[0]
 
     def build(tmp: Path) -> dict[str, Any]:
         return run_in_child(spec.name, "torch build", _save_built, spec, seed, tmp)
 
     artifact = cache.get_or_build(kind="torch-state", inputs=inputs, filename=f"{spec.name}.pt", build=build)
-    _VERIFIED[final] = dataclasses.replace(artifact, reused=True)  # what later rows of this process get
+    if (signature := _signature(final)) is not None:  # what later rows of this process get
+        _VERIFIED[str(final)] = (dataclasses.replace(artifact, reused=True), signature)
     return artifact
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def _save_built(spec: ModelSpec, seed: int, tmp: Path) -> dict[str, Any]:
@@ -69,6 +92,9 @@ def _save_built(spec: ModelSpec, seed: int, tmp: Path) -> dict[str, Any]:
     model = build_torch_model(spec, seed)
     state = model.state_dict()
     torch.save(state, tmp)
+    if model_from_state(spec, tmp) is None:  # a worker could not load it: say so now, not in every worker
+        raise ModelError(f"{spec.name}: its saved build does not load back into the module whole (a buffer that is "
+                         "not persistent, or a constructor that differs from the build's)")
     return {"model": spec.name, "seed": seed, "tensors": len(state),
             "elements": int(sum(t.numel() for t in state.values()))}
 

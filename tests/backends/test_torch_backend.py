@@ -4,6 +4,7 @@ exported ONNX through ONNX Runtime), supports() reasons, the real runner, and a 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import pickle
 
 import numpy as np
@@ -336,7 +337,7 @@ def test_a_session_loads_the_saved_build_instead_of_building(tmp_path, monkeypat
     monkeypatch.setattr(torch_state, "_VERIFIED", {})
     backend, cache = TorchBackend(), Artifacts(tmp_path)
     prepared = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)
-    assert prepared.info["torch_state"] == "built once and saved to the cache"
+    assert prepared.info["torch_state"] == "workers load the saved build (built once and saved to the cache)"
     assert prepared.options["state_file"].startswith(str(tmp_path))
 
     def no_build(spec, seed):
@@ -348,7 +349,8 @@ def test_a_session_loads_the_saved_build_instead_of_building(tmp_path, monkeypat
     session.infer()
     np.testing.assert_allclose(session.outputs()["output"], reference(X, seed=1), rtol=1e-5, atol=1e-6)
     session.close()
-    assert backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache).info["torch_state"] == "loaded from the cache"
+    again = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache).info["torch_state"]
+    assert again == "workers load the saved build (loaded from the cache)"
 
     def broken(spec, cache, seed):
         raise ModelError("tiny_cnn: the torch build process died with SIGKILL")
@@ -357,3 +359,17 @@ def test_a_session_loads_the_saved_build_instead_of_building(tmp_path, monkeypat
     fallback = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)
     assert "state_file" not in fallback.options
     assert fallback.info["torch_state"].startswith("built in each worker: the saved build failed (tiny_cnn: the torch")
+
+    def torch_save_failed(spec, cache, seed):  # what torch.save raises on a full device, re-raised by the process
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(torch_backend, "built_state", torch_save_failed)
+    fallback = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)
+    assert "state_file" not in fallback.options and "unexpected pos" in fallback.info["torch_state"]
+
+    def disk_full(spec, cache, seed):  # a full disk the sweep must stop on (pipeline/disk_full.py), not swallow
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch_backend, "built_state", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)

@@ -79,3 +79,50 @@ def test_an_unreadable_file_is_not_loaded(tmp_path):
     bad = tmp_path / "tiny_cnn.pt"
     bad.write_bytes(b"not a torch file")
     assert torch_state.model_from_state(load_model_spec("tiny_cnn"), bad) is None
+
+
+def test_a_file_replaced_after_its_check_is_checked_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(in_child, "IN_CHILD", False)
+    monkeypatch.setattr(torch_state, "_VERIFIED", {})
+    spec = load_model_spec("tiny_cnn")
+    cache = Artifacts(tmp_path)
+    seed0 = torch_state.built_state(spec, cache, seed=0)
+    seed5 = torch_state.built_state(spec, cache, seed=5)
+    assert torch_state.built_state(spec, cache, seed=0).path == seed0.path  # the memo
+    seed0.path.write_bytes(seed5.path.read_bytes())  # other tensors that fit the module, under seed 0's key
+    again = torch_state.built_state(spec, cache, seed=0)  # hashed again: its sha256 is not the one recorded
+    assert not again.reused
+    expected = build_torch_model(spec, 0).state_dict()
+    loaded = torch_state.model_from_state(spec, again.path).state_dict()
+    assert all(torch.equal(expected[k], loaded[k]) for k in expected)
+
+
+def test_a_build_that_does_not_load_back_whole_is_refused_where_it_is_saved(tmp_path, monkeypatch):
+    from edgebench.errors import ModelError
+    from edgebench.models import export
+
+    monkeypatch.setattr(in_child, "IN_CHILD", False)
+    monkeypatch.setattr(torch_state, "_VERIFIED", {})
+    real = export.construct_torch_model
+
+    def with_buffer(s):
+        model = real(s)
+        model.register_buffer("table", torch.arange(4.0), persistent=False)
+        return model
+
+    monkeypatch.setattr(export, "construct_torch_model", with_buffer)
+    monkeypatch.setattr(torch_state, "construct_torch_model", with_buffer)
+    with pytest.raises(ModelError, match="tiny_cnn: its saved build does not load back into the module whole"):
+        torch_state.built_state(load_model_spec("tiny_cnn"), Artifacts(tmp_path), seed=0)
+
+
+def test_a_pretrained_torchvision_model_is_not_saved(monkeypatch):
+    import dataclasses
+
+    from edgebench.models import weights
+
+    spec = load_model_spec("resnet18")
+    assert torch_state.not_saved_why(spec) is None  # random init: saved
+    resolved = weights.resolve_weights(spec)
+    monkeypatch.setattr(torch_state, "resolve_weights", lambda s: dataclasses.replace(resolved, kind="torchvision"))
+    assert "pretrained builder" in torch_state.not_saved_why(spec)
