@@ -29,9 +29,13 @@ checked.
 
 Host memory (issue 37: an 8 GB board, whose GPU shares the host's memory, has no NVML): before the pool starts
 workers, for a row or as spares, it asks whether they fit in the host memory available above a reserve
-(runner/host_memory.py; one worker's share is the most PSS measured among the key's primed and used workers). A
+(runner/host_memory.py; one worker's share is the most PSS measured among the key's primed, used and opened
+workers; before any worker of the key was measured, the most measured of another key or UNMEASURED_WORKER_MIB). A
 row's own new workers always start, after idle workers it cannot use are retired while they would not fit; spares
 start only as far as they fit. The row's note says what was retired or not started, and why.
+
+Size: one pool whose three budgets (device memory, host memory, the rows ahead) decide together which workers
+start, stay or go; split apart, each would need the others' state.
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 RETIRE_GRACE_S = 2.0  # a retired worker gets this long to leave after Exit, then SIGKILL
 MEMORY_MARGIN = 1.15  # a row's workers are assumed to need this much more than the most one took when it opened
+# host memory assumed for a worker of a configuration none of whose workers was measured yet (a torch CPU worker's
+# PSS was ~350 MiB here; an ORT or null one far less), where no other configuration's was measured either
+UNMEASURED_WORKER_MIB = 512.0
 MEMORY_HEADROOM_MIB = 256.0  # and this much on top, per device (allocator rounding, the CUDA runtime's own)
 
 
@@ -221,12 +228,17 @@ class WarmPool:
                 f"configuration opened, x{MEMORY_MARGIN:g} + {MEMORY_HEADROOM_MIB:g}); retired {gone} idle "
                 f"worker(s) first ({'unknown' if free is None else f'{free:.0f} MiB'} free after)")
 
-    def _host_state(self, key: tuple[Any, ...]) -> tuple[float, float, float] | None:
-        """(available, total, one worker's measured MiB) of host memory for workers of `key`; None while there is
-        nothing to check with."""
+    def _host_state(self, key: tuple[Any, ...]) -> tuple[float, float, float, bool] | None:
+        """(available, total, one worker's MiB, whether that was measured for `key`) of host memory for workers of
+        `key`; before any worker of it was measured (its first row starts instances x repeats at once), the most
+        measured of another key, else UNMEASURED_WORKER_MIB. None where host memory cannot be read."""
         per_worker = self.host_per_worker.get(key)
-        memory = self.host_mib() if per_worker is not None else None
-        return None if memory is None or per_worker is None else (*memory, per_worker)
+        memory = self.host_mib()
+        if memory is None:
+            return None
+        if per_worker is not None:
+            return (*memory, per_worker, True)
+        return (*memory, max(self.host_per_worker.values(), default=UNMEASURED_WORKER_MIB), False)
 
     def _make_host_room(self, key: tuple[Any, ...], starting: int, keep: Sequence[WorkerProc]) -> None:
         """Retire idle workers the row cannot use (not `keep`) while the `starting` workers it must start would not
@@ -234,7 +246,7 @@ class WarmPool:
         state = self._host_state(key)
         if state is None or starting <= 0:
             return
-        available, total, per_worker = state
+        available, total, per_worker, measured = state
         if host_memory.affordable(available, total, per_worker, MEMORY_MARGIN) >= starting:
             return
         before, gone = available, 0
@@ -249,7 +261,7 @@ class WarmPool:
         self.retired_for_memory += gone
         self.notes.append(
             f"warm pool: host memory: {before:.0f} of {total:.0f} MiB available and this row starts {starting} "
-            f"worker(s) of ~{per_worker:.0f} MiB each (PSS measured, x{MEMORY_MARGIN:g}) above a reserve of "
+            f"worker(s) of ~{per_worker:.0f} MiB each ({_sized(measured)}, x{MEMORY_MARGIN:g}) above a reserve of "
             f"{host_memory.reserve_mib(total):.0f} MiB; retired {gone} idle worker(s) it cannot use first "
             f"({available:.0f} MiB available after)")
 
@@ -263,9 +275,11 @@ class WarmPool:
 
     def opened(self) -> None:
         """Every instance of the row in flight is ready (sessions open, warmed up): note what one worker took on each
-        device, (free before the row - free now) / its workers there; the most seen for the key is kept."""
+        device, (free before the row - free now) / its workers there; the most seen for the key is kept; and what
+        each holds of host memory with its session open (on a Jetson its CUDA memory is host memory)."""
         if self.key is None:
             return
+        self._measure_host(self.busy)
         for device, before in self.free_at_take.items():
             now = self.free_mib(device)
             if now is None or not self.row_devices.get(device):
@@ -300,16 +314,17 @@ class WarmPool:
         if wanted <= 0:
             return
         if (key := self.key) is not None and (state := self._host_state(key)) is not None:
-            available, total, per_worker = state
+            available, total, per_worker, measured = state
             # workers started but not primed yet have not taken their memory: count it as taken
             starting = sum(1 for w in self.idle + self.busy if not w.primed)
             fit = max(0, host_memory.affordable(available, total, per_worker, MEMORY_MARGIN) - starting)
             if fit < wanted:
-                self.short.add(key)
+                if measured:  # an assumed size is checked again once a worker of the key is measured
+                    self.short.add(key)
                 self.not_started_for_host += wanted - fit
                 self.notes.append(
                     f"warm pool: host memory: started {fit} of {wanted} spare worker(s) ({available:.0f} of "
-                    f"{total:.0f} MiB available, ~{per_worker:.0f} MiB each (PSS measured, x{MEMORY_MARGIN:g}), "
+                    f"{total:.0f} MiB available, ~{per_worker:.0f} MiB each ({_sized(measured)}, x{MEMORY_MARGIN:g}), "
                     f"{starting} still starting, a reserve of {host_memory.reserve_mib(total):.0f} MiB)")
                 wanted = fit
         for _ in range(wanted):
@@ -377,6 +392,10 @@ class WarmPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _sized(measured: bool) -> str:
+    return "PSS measured" if measured else "not measured yet: assumed"
 
 
 def device_of(placement: str) -> str:

@@ -101,3 +101,23 @@ def test_the_readers_read_this_host_and_a_live_process():
     assert mine is not None and mine > 1.0
     assert host_memory.worker_mib(2**22 + 12345) is None  # no such process
     assert host_memory.reserve_mib(8192.0) == 819.2 and host_memory.reserve_mib(1024.0) == 512.0
+
+
+def test_the_first_row_of_a_configuration_starts_no_more_than_an_assumed_size_allows():
+    """No worker of the key was measured yet, and the rows ahead want 6 (2 instances x 3 repeats): the first row
+    starts its 2 and only the spares an assumed size leaves room for, not 6 (which would leave -500 MiB)."""
+    from edgebench.runner.warm_pool import UNMEASURED_WORKER_MIB
+
+    host = FakeHost()
+    key = pool_key(make_cfg(2))
+    with fake_pool(host, {key: 6}) as pool:
+        out = row(pool, 2)
+        assert out.status == "ok", out.reason
+        assert min(host.available_at_ready) >= host_memory.reserve_mib(TOTAL_MIB), host.available_at_ready
+        # the fake host counts a worker's memory from its start; the pool counts its 2 unprimed ones as taken too
+        left = TOTAL_MIB - OTHERS_MIB - 2 * WORKER_MIB
+        spares = max(0, host_memory.affordable(left, TOTAL_MIB, UNMEASURED_WORKER_MIB, MEMORY_MARGIN) - 2)
+        assert pool.spawned == 2 + spares < 6
+        note = next(n for n in out.notes if n.startswith("warm pool: host memory:"))
+        assert "not measured yet: assumed" in note, note
+        assert key not in pool.short  # checked again with the measured size for the next rows
