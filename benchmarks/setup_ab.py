@@ -56,7 +56,9 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="setup-ab-"))
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}
-    one_run(checkouts["after"], args.profile, work / "fill", work / "cache")
+    fill = one_run(checkouts["after"], args.profile, work / "fill", work / "cache")
+    print(f"fill   after  setup_s {fill['setup_s']:6.2f} spawn_s {fill['spawn_s']:6.2f} load_s {fill['load_s']:6.2f} "
+          f"prepare_s {fill['prepare_s']:5.2f} status {fill['status']} (a fresh cache: not counted)", flush=True)
     runs: dict[str, list[dict[str, float | str]]] = {w: [] for w in WAYS}
     for i in range(args.pairs):
         for way in (WAYS if i % 2 == 0 else WAYS[::-1]):
