@@ -24,7 +24,7 @@ from edgebench.errors import ModelError
 from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
 from edgebench.models.export import build_torch_model, construct_torch_model, installed_version
 from edgebench.models.in_child import run_in_child
-from edgebench.models.weights import resolve_weights
+from edgebench.models.weights import is_torchvision, resolve_weights
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -40,7 +40,7 @@ def not_saved_why(spec: ModelSpec) -> str | None:
     """Why the spec's build is not saved (each worker builds it), or None: torchvision's pretrained builders set
     constructor options of their own (inception_v3's transform_input), so a module constructed without them would
     take the saved tensors and compute something else."""
-    if resolve_weights(spec).kind == "torchvision":
+    if spec.source == "torchvision" and is_torchvision(spec.weights):  # read from the spec: nothing resolved here
         return "torchvision's pretrained builder sets constructor options of its own"
     return None
 

@@ -148,8 +148,8 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
     step = 0  # after a contradicted capacity: the next count is good + step, step doubling while they meet
     n = max(1, min(start, max_streams))
     while True:
-        while True:  # doubling, within the capacity
-            n = min(n, limit())
+        while True:  # doubling, within the capacity (and under a count known to miss)
+            n = min(n, limit(), max_streams if upper is None else upper - 1)
             if n <= good:
                 break
             v = verdict(n)
@@ -192,7 +192,10 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
         caps.clear()
         # no capacity is known now, only that `above` was served: step up from it, not doubling it, so a probe
         # overloads the device by no more than the search has climbed since (the H200: 32 next, not 36)
-        good, upper, step = above, None, 2
+        # a count above it that already missed stays the upper end
+        upper = min((p.streams for p in order if p.streams > above and p.verdict in ("missed", "failed")),
+                    default=None)
+        good, step = above, 2
         n = min(above + 1, max_streams)
     nearest = min((p for p in order if p.streams > good), key=lambda p: p.streams, default=None)
     lowest_cap = min(caps, key=lambda c: c.per_s) if caps else None

@@ -5,9 +5,10 @@ The SLO search keeps a stream count's instances x repeats workers (each repeat r
 a torch worker holds hundreds of MiB of host memory before it opens a session; at 8 streams x 3 repeats that is
 more than an Orin Nano has. The pool therefore asks, before it starts workers: would they fit in the host memory
 available now, above a reserve left for the row's own sessions and the rest of the system? What one worker takes is
-measured, never assumed: the proportional set size (PSS: shared pages split among the processes sharing them, so
-workers forked from one framework server are not counted many times over) of the pool's own primed and used
-workers of that configuration, the most seen. Before the first is measured nothing is checked."""
+measured: the proportional set size (PSS: shared pages split among the processes sharing them, so workers forked
+from one framework server are not counted many times over) of the pool's own primed, used and opened workers of
+that configuration, the most seen. Before the first is measured, the pool assumes the most measured of another
+configuration, else warm_pool.UNMEASURED_WORKER_MIB, and checks again once it has measured one."""
 
 from __future__ import annotations
 

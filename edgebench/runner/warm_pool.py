@@ -257,8 +257,11 @@ class WarmPool:
             retire([w])
             gone += 1
             available = (self.host_mib() or (available, total))[0]
-        self.short.add(key)
+        if measured:  # an assumed size is checked again once a worker of the key is measured
+            self.short.add(key)
         self.retired_for_memory += gone
+        if not measured and not gone:
+            return
         self.notes.append(
             f"warm pool: host memory: {before:.0f} of {total:.0f} MiB available and this row starts {starting} "
             f"worker(s) of ~{per_worker:.0f} MiB each ({_sized(measured)}, x{MEMORY_MARGIN:g}) above a reserve of "

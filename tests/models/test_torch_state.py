@@ -116,13 +116,10 @@ def test_a_build_that_does_not_load_back_whole_is_refused_where_it_is_saved(tmp_
         torch_state.built_state(load_model_spec("tiny_cnn"), Artifacts(tmp_path), seed=0)
 
 
-def test_a_pretrained_torchvision_model_is_not_saved(monkeypatch):
+def test_a_pretrained_torchvision_model_is_not_saved():
     import dataclasses
-
-    from edgebench.models import weights
 
     spec = load_model_spec("resnet18")
     assert torch_state.not_saved_why(spec) is None  # random init: saved
-    resolved = weights.resolve_weights(spec)
-    monkeypatch.setattr(torch_state, "resolve_weights", lambda s: dataclasses.replace(resolved, kind="torchvision"))
-    assert "pretrained builder" in torch_state.not_saved_why(spec)
+    pretrained = dataclasses.replace(spec, weights="torchvision:IMAGENET1K_V1")  # read from the spec, not resolved
+    assert "pretrained builder" in torch_state.not_saved_why(pretrained)

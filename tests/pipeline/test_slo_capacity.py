@@ -111,6 +111,23 @@ def test_after_a_contradicted_capacity_the_search_steps_up_instead_of_doubling()
         assert n - below <= below - 21 + 1
 
 
+def test_stepping_up_stays_under_a_count_that_already_missed():
+    """An overloaded probe at 32 served only 600/s (20 streams' worth); 20 and then 21 meet, so that capacity is
+    dropped. 32 is still a count known to miss: the steps from 21 stay under it (22, 24, 28, then 31)."""
+    probe, calls = device(950.0, 30.0)
+
+    def noisy(n: int) -> Probe:
+        if n == 32:
+            calls.append(n)
+            return Probe(n, "missed", 900.0, "invalid", "latency grows ...", served_hz=600.0)
+        return probe(n)
+
+    result = search_max_streams(noisy, 64, 16, rate_hz=30.0)
+    assert calls[:4] == [16, 32, 20, 21] and result.answer == "31"
+    after = calls[calls.index(21) + 1:]
+    assert after and max(after) < 32 and len(calls) == len(set(calls)), calls
+
+
 def test_capacity_admits_nothing_then_one_stream_is_measured_to_say_so():
     probe, calls = device(20.0, 30.0)
     result = search_max_streams(probe, 8, 2, rate_hz=30.0, capacity=Capacity(20.0, "closed loop at 2 streams"))

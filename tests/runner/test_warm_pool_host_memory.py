@@ -121,3 +121,28 @@ def test_the_first_row_of_a_configuration_starts_no_more_than_an_assumed_size_al
         note = next(n for n in out.notes if n.startswith("warm pool: host memory:"))
         assert "not measured yet: assumed" in note, note
         assert key not in pool.short  # checked again with the measured size for the next rows
+
+
+def test_a_row_that_does_not_fit_an_assumed_size_does_not_turn_the_spares_off():
+    """4 instances on a host with 2500 MiB available: at the assumed size they would not all fit, but nothing can be
+    retired and the size is a guess: no note, and the configuration is checked again with what its workers measure
+    (50 MiB each here), so its next repeat's workers start as spares."""
+    alive_mib = 50.0
+    pool_box: list[WarmPool] = []
+
+    def memory() -> tuple[float, float]:
+        p = pool_box[0]
+        alive = [w for w in p.idle + p.busy if w.proc.exitcode is None]
+        return TOTAL_MIB - OTHERS_MIB - alive_mib * len(alive), TOTAL_MIB
+
+    key = pool_key(make_cfg(4))
+    with WarmPool({key: 8}, host_mib=memory, worker_host_mib=lambda _pid: alive_mib) as pool:
+        pool_box.append(pool)
+        first = row(pool, 4)
+        assert first.status == "ok", first.reason
+        assert key not in pool.short
+        assert not [n for n in first.notes if n.startswith("warm pool: host memory:") and "retired" in n]
+        assert pool.host_per_worker[key] == alive_mib
+        second = row(pool, 4, repeat=1)
+        assert second.status == "ok", second.reason
+        assert second.workers.startswith("warm: 0 of 4 reused") and pool.spawned == 8
