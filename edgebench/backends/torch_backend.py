@@ -197,12 +197,11 @@ def _built_state(spec: Any, cache: Artifacts | None, seed: int) -> tuple[dict[st
         return {}, f"built in each worker: {why}"
     try:
         artifact = built_state(spec, cache, seed)
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk stops the sweep (pipeline/disk_full.py)
-            raise
-        return {}, f"built in each worker: the saved build failed ({exc_message(exc, first_line=True)})"
     except Exception as exc:  # noqa: BLE001 - the build's process re-raises what it met (torch raises many kinds);
-        # the workers build it as before, and their own build says what is wrong, if anything
+        # the workers build it as before, and their own build says what is wrong, if anything; but a full disk stops
+        # the sweep (pipeline/disk_full.py)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
         return {}, f"built in each worker: the saved build failed ({exc_message(exc, first_line=True)})"
     return {"state_file": str(artifact.path)}, ("workers load the saved build (loaded from the cache)" if artifact.reused
                                                  else "workers load the saved build (built once and saved to the cache)")

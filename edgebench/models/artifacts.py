@@ -43,6 +43,19 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+_SHA_MEMO: dict[tuple[str, int, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, memoised per (path, size, mtime, inode) for the process (checkpoints and cached artifacts
+    are large, and a sweep checks them row after row)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _SHA_MEMO:
+        _SHA_MEMO[key] = sha256_file(path)
+    return _SHA_MEMO[key]
+
+
 @dataclass(frozen=True)
 class Artifact:
     path: Path
@@ -83,7 +96,7 @@ class Artifacts:
         if final.exists() and sidecar_path.exists():
             try:
                 sidecar = json.loads(sidecar_path.read_text())
-                if sidecar.get("sha256") == sha256_file(final):
+                if sidecar.get("sha256") == file_sha256(final):
                     return Artifact(final, sidecar, reused=True)
             except (OSError, json.JSONDecodeError):
                 pass  # unreadable sidecar: rebuild below

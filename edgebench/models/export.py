@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ModelError, exc_message, exc_text
-from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
+from edgebench.models.artifacts import Artifact, Artifacts, file_sha256, sha256_file
 from edgebench.models.builtin import build_builtin
 from edgebench.models.in_child import run_in_child
 from edgebench.models.inputs import GraphInput, synthetic, tensor_dtype, value_dims
@@ -184,11 +184,9 @@ def export_onnx(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
         return _import_external(spec, cache)
     weights = _weights_file(spec)
     exporter = "torchscript" if spec.opset < DYNAMO_MIN_OPSET else "dynamo"
-    # preprocess only shapes labelled inputs, never the ONNX file
-    spec_dict = {k: v for k, v in spec.to_dict().items() if k not in ("spec_file", "description", "preprocess")}
     inputs = {
         "recipe": EXPORT_RECIPE,
-        "spec": spec_dict,
+        "spec": spec_key(spec),
         # read without importing them: a cached model costs the harness no torch (~0.5 GB resident; issue 37)
         "torch": installed_version("torch"),
         "torchvision": installed_version("torchvision") if spec.source == "torchvision" else None,
@@ -196,13 +194,19 @@ def export_onnx(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
         "exporter": exporter,
         "opset": spec.opset,
         "seed": seed,
-        "weights_sha256": sha256_file(weights) if weights is not None else None,
+        "weights_sha256": file_sha256(weights) if weights is not None else None,
     }
 
     def build(tmp: Path) -> dict[str, Any]:
         return _build_in_child(spec, seed, exporter, weights, tmp)
 
     return cache.get_or_build(kind="onnx", inputs=inputs, filename=f"{spec.name}.onnx", build=build)
+
+
+def spec_key(spec: ModelSpec) -> dict[str, Any]:
+    """The spec's fields that make its model, for a cache key: not its file, description or preprocess (which only
+    shapes labelled inputs, never the model)."""
+    return {k: v for k, v in spec.to_dict().items() if k not in ("spec_file", "description", "preprocess")}
 
 
 def _build_in_child(spec: ModelSpec, seed: int, exporter: str, weights: Path | None, tmp: Path) -> dict[str, Any]:

@@ -16,13 +16,12 @@ and the caller builds it as before.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ModelError
-from edgebench.models.artifacts import Artifact, Artifacts, sha256_file
-from edgebench.models.export import build_torch_model, construct_torch_model, installed_version
+from edgebench.models.artifacts import Artifact, Artifacts
+from edgebench.models.export import build_torch_model, construct_torch_model, installed_version, spec_key
 from edgebench.models.in_child import run_in_child
 from edgebench.models.weights import is_torchvision, resolve_weights
 
@@ -32,8 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgebench.models.spec import ModelSpec
 
 STATE_RECIPE = 1  # bump when build_torch_model changes the tensors it makes
-# cache path -> (its artifact, the file's (size, mtime_ns, inode) when its sha256 was checked in this process)
-_VERIFIED: dict[str, tuple[Artifact, tuple[int, int, int]]] = {}
 
 
 def not_saved_why(spec: ModelSpec) -> str | None:
@@ -48,42 +45,26 @@ def not_saved_why(spec: ModelSpec) -> str | None:
 def state_inputs(spec: ModelSpec, seed: int) -> dict[str, Any]:
     """What the built tensors depend on (the cache key): the spec's model fields, the seed, the weights file and
     the framework versions (read without importing them; torchvision for every source: a builtin may use it)."""
-    weights = resolve_weights(spec).path
     return {
         "recipe": STATE_RECIPE,
-        "spec": {k: v for k, v in spec.to_dict().items() if k not in ("spec_file", "description", "preprocess")},
+        "spec": spec_key(spec),
         "torch": installed_version("torch"),
         "torchvision": installed_version("torchvision"),
         "seed": seed,
-        "weights_sha256": sha256_file(weights) if weights is not None else None,
+        "weights_sha256": resolve_weights(spec).sha256,  # memoised per file (models/artifacts.file_sha256)
     }
 
 
 def built_state(spec: ModelSpec, cache: Artifacts, seed: int = 0) -> Artifact:
     """The spec's built model as a state_dict file in the cache: built (in a process of its own) on first use, and
-    checked there to load back into the module whole. A file checked in this process is not hashed again while its
-    size, modification time and inode stay as they were."""
-    inputs = state_inputs(spec, seed)
-    final = cache.path_for("torch-state", inputs, f"{spec.name}.pt")
-    seen = _VERIFIED.get(str(final))
-    if seen is not None and _signature(final) == seen[1]:
-        return seen[0]
+    checked there to load back into the module whole. Prepared for every row: the cache's check of the file's
+    sha256 is memoised while its size, modification time and inode stay as they were."""
 
     def build(tmp: Path) -> dict[str, Any]:
         return run_in_child(spec.name, "torch build", _save_built, spec, seed, tmp)
 
-    artifact = cache.get_or_build(kind="torch-state", inputs=inputs, filename=f"{spec.name}.pt", build=build)
-    if (signature := _signature(final)) is not None:  # what later rows of this process get
-        _VERIFIED[str(final)] = (dataclasses.replace(artifact, reused=True), signature)
-    return artifact
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
+    return cache.get_or_build(kind="torch-state", inputs=state_inputs(spec, seed), filename=f"{spec.name}.pt",
+                              build=build)
 
 
 def _save_built(spec: ModelSpec, seed: int, tmp: Path) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgebench.errors import ConfigError, ModelError, exc_text
-from edgebench.models.artifacts import sha256_file
+from edgebench.models.artifacts import file_sha256
 from edgebench.models.preprocess import Preprocess
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,7 +32,6 @@ TORCHVISION_PREFIX = "torchvision:"
 OFFLINE_ENV = "EDGEBENCH_OFFLINE"
 DOWNLOAD_TIMEOUT_S = 60.0
 _HASH_PREFIX = re.compile(r"-([a-f0-9]+)\.")  # torch.hub's rule: resnet50-11ad3fa6.pth -> 11ad3fa6
-_SHA_MEMO: dict[tuple[str, int, int], str] = {}
 
 
 @dataclass(frozen=True)
@@ -53,16 +52,6 @@ class ResolvedWeights:
 
 def is_torchvision(weights: str | None) -> bool:
     return bool(weights) and str(weights).startswith(TORCHVISION_PREFIX)
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, memoised per (path, size, mtime) for the process (checkpoints are large)."""
-
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _SHA_MEMO:
-        _SHA_MEMO[key] = sha256_file(path)
-    return _SHA_MEMO[key]
 
 
 def torchvision_enum(spec: ModelSpec) -> Any:

@@ -331,10 +331,8 @@ def test_closing_a_compiled_session_resets_dynamo_so_the_next_row_compiles_its_o
 def test_a_session_loads_the_saved_build_instead_of_building(tmp_path, monkeypatch):
     from edgebench.backends import torch_backend
     from edgebench.errors import ModelError
-    from edgebench.models import torch_state
     from edgebench.models.artifacts import Artifacts
 
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})
     backend, cache = TorchBackend(), Artifacts(tmp_path)
     prepared = backend.prepare(cfg("fp32"), artifact(seed=1), cache=cache)
     assert prepared.info["torch_state"] == "workers load the saved build (built once and saved to the cache)"

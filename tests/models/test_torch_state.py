@@ -26,7 +26,6 @@ def test_a_model_from_the_saved_build_has_the_built_tensors_and_outputs(tmp_path
         pytest.importorskip("torchvision", reason="torchvision is not installed (pip install 'edgebench[export]')")
     # in this process: a build's BatchNorm statistics differ in their last bits with the thread count it ran with
     monkeypatch.setattr(in_child, "IN_CHILD", False)
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})
     spec = load_model_spec(name)
     saved = torch_state.built_state(spec, Artifacts(tmp_path), seed=2)
     built = build_torch_model(spec, 2)
@@ -44,11 +43,9 @@ def test_the_build_runs_once_in_a_process_of_its_own_and_is_reused(tmp_path, mon
     calls = []
     real = in_child.run_in_child
     monkeypatch.setattr(torch_state, "run_in_child", lambda *a: calls.append(a[1]) or real(*a))
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})
     spec = load_model_spec("tiny_cnn")
     first = torch_state.built_state(spec, Artifacts(tmp_path), seed=0)
     assert calls == ["torch build"] and not first.reused and first.sidecar["tensors"] > 0
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})  # a new harness: the cache, not this process, holds it
     again = torch_state.built_state(spec, Artifacts(tmp_path), seed=0)
     assert calls == ["torch build"] and again.reused and again.path == first.path
     other = torch_state.built_state(spec, Artifacts(tmp_path), seed=1)
@@ -57,7 +54,6 @@ def test_the_build_runs_once_in_a_process_of_its_own_and_is_reused(tmp_path, mon
 
 def test_a_module_with_state_the_file_does_not_hold_is_not_loaded_from_it(tmp_path, monkeypatch):
     monkeypatch.setattr(in_child, "IN_CHILD", False)
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})
     spec = load_model_spec("tiny_cnn")
     saved = torch_state.built_state(spec, Artifacts(tmp_path), seed=0)
     assert torch_state.model_from_state(spec, saved.path) is not None
@@ -83,7 +79,6 @@ def test_an_unreadable_file_is_not_loaded(tmp_path):
 
 def test_a_file_replaced_after_its_check_is_checked_again(tmp_path, monkeypatch):
     monkeypatch.setattr(in_child, "IN_CHILD", False)
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})
     spec = load_model_spec("tiny_cnn")
     cache = Artifacts(tmp_path)
     seed0 = torch_state.built_state(spec, cache, seed=0)
@@ -102,7 +97,6 @@ def test_a_build_that_does_not_load_back_whole_is_refused_where_it_is_saved(tmp_
     from edgebench.models import export
 
     monkeypatch.setattr(in_child, "IN_CHILD", False)
-    monkeypatch.setattr(torch_state, "_VERIFIED", {})
     real = export.construct_torch_model
 
     def with_buffer(s):
