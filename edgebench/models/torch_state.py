@@ -6,7 +6,8 @@ BatchNorm re-estimation on seeded synthetic batches (models/export.py). 32 GPU w
 (docs/results/h200-setup-issue37.md). The tensors it makes depend only on the spec, the seed, the weights file and
 the torch/torchvision versions, so they are built once, in a process of its own (models/in_child.py: the harness
 never holds torch), saved to the artifact cache, and every worker then constructs the module on the meta device (no
-init: no time) and assigns the saved tensors to it, memory-mapped (the instances of a row share the file's pages).
+init: no time) and assigns the saved tensors to it, memory-mapped copy-on-write (fp32 instances on the CPU share the
+file's pages; other precisions and GPU placements copy from them).
 The same tensors as a build made with the thread count of the saving process (a build's BatchNorm statistics differ
 in their last bits with the threads it ran on; before, each worker's build used its own): every instance of a row
 now has exactly the same tensors. tests/models/test_torch_state.py compares tensors and outputs. A module with state the file does
