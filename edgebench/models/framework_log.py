@@ -94,6 +94,16 @@ def framework_log() -> Iterator[list[str]]:
         root.handlers = saved
 
 
+def ort_takes_callback() -> bool:
+    """Whether the installed ONNX Runtime routes its C++ log to a Python callback (set_default_logger_callback): then
+    framework_log() captures a session's warnings too, and a session may log them without reaching the console."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return False
+    return callable(getattr(ort, "set_default_logger_callback", None))
+
+
 def summary(lines: list[str]) -> list[str]:
     """The lines once each, in order, a repeat counted ('... (x4)'); at most MAX_LINES of MAX_LINE_CHARS."""
     counts: dict[str, int] = {}

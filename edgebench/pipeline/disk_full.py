@@ -1,6 +1,8 @@
 """A disk that fills up under --out: which exceptions mean it (disk_full_cause) and the one line that says so
 (disk_full_error). Every size the line states was measured: the row folders this run (else earlier runs in the same
---out folder) wrote, and what the unfinished row had written before it was removed. Before any row was written, how
+--out folder) wrote, with the timestamp chunk files each held on the same disk while it ran (row.json `stamps`:
+they are removed once the row's files are written, but the row needed the room), and what the unfinished row had
+written before it was removed. Before any row was written, how
 much a row needs is said to be unknown; no number is made up (issue 37: a made-up 1 MiB floor told a user with
 2 MiB free to free 1 MiB while a row took 6-18 MiB)."""
 
@@ -8,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
+import json
 import shutil
 from pathlib import Path
 
 from edgebench.errors import DiskFullError
 from edgebench.results.reader import HEADER_LINE
+from edgebench.results.row_files import tree_bytes
 
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 EARLIER_RUNS = 20  # at most this many other run folders under --out are measured (the newest by name)
@@ -37,16 +40,6 @@ def size_text(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def tree_bytes(path: Path) -> int:
-    """The bytes of every file under `path` (0 when it is gone)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-    return total
-
-
 def _row_folders(run_dir: Path) -> list[Path]:
     rows = run_dir / "rows"
     return [d for d in rows.iterdir() if d.is_dir()] if rows.is_dir() else []
@@ -61,19 +54,37 @@ def results_line_bytes(results: Path, rows: int) -> int:
         return len(HEADER_LINE)
 
 
+def row_need(row_dir: Path) -> tuple[int, int]:
+    """(its folder's bytes, the bytes of timestamp chunk files it held on the results disk while it ran: row.json's
+    `stamps`, 0 when they were elsewhere or not recorded)."""
+    stamps = 0
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        record = json.loads((row_dir / "row.json").read_text()).get("stamps") or {}
+        if record.get("on_results_disk") is True:
+            stamps = max(0, int(record.get("bytes", 0)))
+    return tree_bytes(row_dir), stamps
+
+
 def largest_row(run_dir: Path) -> tuple[int, str] | None:
-    """(bytes, where) of the largest row folder written so far: this run's, else those of earlier runs under the same
-    --out folder; None when there is none to measure."""
+    """(bytes, where) of the largest row written so far, its folder and the timestamp files it held on this disk
+    while it ran: this run's, else those of earlier runs under the same --out folder; None when there is none."""
     here = _row_folders(run_dir)
     if here:
-        return max(tree_bytes(d) for d in here), f"the largest of this run's {len(here)} row folder(s)"
+        return _largest([row_need(d) for d in here], f"the largest of this run's {len(here)} row folder(s)")
     with contextlib.suppress(OSError):
         others = sorted((d for d in run_dir.parent.iterdir() if d.is_dir() and d != run_dir), reverse=True)
         earlier = [r for d in others[:EARLIER_RUNS] for r in _row_folders(d)]
         if earlier:
-            return (max(tree_bytes(d) for d in earlier),
-                    f"the largest of {len(earlier)} row folder(s) of earlier runs in {run_dir.parent}")
+            return _largest([row_need(d) for d in earlier],
+                            f"the largest of {len(earlier)} row folder(s) of earlier runs in {run_dir.parent}")
     return None
+
+
+def _largest(needs: list[tuple[int, int]], where: str) -> tuple[int, str]:
+    folder, stamps = max(needs, key=sum)
+    if stamps:
+        where += f", {size_text(folder)} kept and {size_text(stamps)} of timestamp files while it ran"
+    return folder + stamps, where
 
 
 def disk_full_error(exc: OSError, run_dir: Path, results: Path, *, rows_kept: int,

@@ -27,12 +27,13 @@ from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
 from edgebench.errors import EdgebenchError, exc_text
 from edgebench.pipeline.cooldown import Thermal
-from edgebench.pipeline.disk_full import disk_full_cause, disk_full_error, tree_bytes
+from edgebench.pipeline.disk_full import disk_full_cause, disk_full_error
 from edgebench.pipeline.execute import execute
 from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.pipeline.row_steps import RowFacts, build_row
 from edgebench.results.row import Verdict, identity
+from edgebench.results.row_files import tree_bytes
 from edgebench.runner.warm_pool import WarmPool, block_needs, pool_key
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -51,6 +51,29 @@ def write_row_data(row_dir: Path, outcome: Any) -> None:
             tl.to_csv(tmp)
 
 
+def tree_bytes(path: Path | str) -> int:
+    """The bytes of every file under `path` (0 when it is gone)."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def stamps_record(row_dir: Path, stamps_dir: str) -> dict[str, Any]:
+    """What the row's timestamp chunk files took while it ran (they are removed once its files are written) and
+    whether they were on the results disk (the run folder's work root, or a temp folder on the same file system):
+    then a row needs that much more room than its folder keeps (pipeline/disk_full.py)."""
+    if not stamps_dir:
+        return {"bytes": 0, "on_results_disk": False}
+    try:
+        same = os.stat(stamps_dir).st_dev == os.stat(row_dir).st_dev
+    except OSError:
+        same = False
+    return {"bytes": tree_bytes(stamps_dir), "on_results_disk": same}
+
+
 def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict,
                    phases: dict[str, float] | None = None) -> None:
     """row.json: config, outcome, phases (pipeline/phases.py), probe, instances, telemetry, artifact."""
@@ -69,7 +92,9 @@ def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, i
             "seconds": round(outcome.probe.seconds, 6), "notes": outcome.probe.notes,
             "kernels_note": outcome.probe.kernels_note},
         "instances": [{"instance": i.instance, "placement": i.placement, "pid": i.pid,
-                       "inferences": inference_count(i), "error": i.error} for i in outcome.instances],
+                       "inferences": inference_count(i), "error": i.error,
+                       "framework_log": list(i.framework_log)} for i in outcome.instances],
+        "stamps": stamps_record(row_dir, getattr(outcome, "stamps_dir", "")),
         "telemetry": [{"source": t.source, "interval_s": t.interval_s, "notes": t.notes,
                        "channels": {n: c.unit for n, c in t.channels.items()}} for t in outcome.timelines],
         "artifact": {"path": artifact.onnx_path, "sha256": artifact.sha256, "sidecar": artifact.sidecar},

@@ -61,6 +61,7 @@ class Phase:
 class Ready:
     instance: int
     warmup_inferences: int
+    framework_log: tuple[str, ...] = ()  # the framework's warnings while its session opened (backends/ort.py)
 
 
 @dataclass(frozen=True)

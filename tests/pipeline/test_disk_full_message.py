@@ -5,6 +5,7 @@ when there are some. The real full disk is tests/e2e/test_disk_full.py."""
 from __future__ import annotations
 
 import errno
+import json
 from collections import namedtuple
 
 import pytest
@@ -24,10 +25,12 @@ def free(monkeypatch):
     return set_free
 
 
-def _row(run, name: str, size: int) -> None:
+def _row(run, name: str, size: int, stamps: dict | None = None) -> None:
     folder = run / "rows" / name
     folder.mkdir(parents=True)
     (folder / "latencies.npz").write_bytes(b"\0" * size)
+    if stamps is not None:  # row.json's record of its timestamp chunk files (results/row_files.stamps_record)
+        (folder / "row.json").write_text(json.dumps({"stamps": stamps}))
 
 
 def _error(run, **kw) -> str:
@@ -78,3 +81,33 @@ def test_a_need_below_the_free_space_is_not_told_as_enough(tmp_path, free):
     free(4 * MIB)
     text = _error(run, rows_kept=1)
     assert "free more than 1.0 MiB: 4.0 MiB is free now, yet the unfinished row did not fit" in text
+
+
+def test_timestamp_files_a_row_held_on_the_results_disk_count_toward_its_need(tmp_path, free):
+    """A row's timestamp chunks are removed once its files are written, but while it ran they took room on the
+    results disk (the run folder's work root when the temp folder is RAM): the need counts them; chunks that were
+    on another disk (the temp folder) do not."""
+    run = tmp_path / "run"
+    _row(run, "0000-a", 6 * MIB, stamps={"bytes": 20 * MIB, "on_results_disk": True})
+    _row(run, "0001-b", 18 * MIB, stamps={"bytes": 40 * MIB, "on_results_disk": False})
+    (run / "results.csv").write_bytes(b"h" * 3000)
+    free(2 * MIB)
+    text = _error(run, rows_kept=2)
+    row_json = len(json.dumps({"stamps": {"bytes": 20 * MIB, "on_results_disk": True}}))
+    need = 6 * MIB + row_json + 20 * MIB + 1500  # row 0000: 26 MiB with its chunks, over row 0001's 18
+    assert (f"a row takes about {size_text(need)} (the largest of this run's 2 row folder(s), "
+            f"{size_text(6 * MIB + row_json)} kept and 20.0 MiB of timestamp files while it ran, and its results.csv "
+            "line)") in text, text
+    assert f"free at least {size_text(need - 2 * MIB)} more" in text
+
+
+def test_a_row_json_without_a_stamps_record_counts_its_folder_only(tmp_path, free):
+    run = tmp_path / "run"
+    _row(run, "0000-a", 6 * MIB, stamps={"bytes": "lots", "on_results_disk": True})  # unreadable: not counted
+    (run / "rows" / "0000-a" / "extra").write_bytes(b"")
+    _row(run, "0001-b", 5 * MIB)
+    (run / "results.csv").write_bytes(b"h" * 200)
+    free(1 * MIB)
+    text = _error(run, rows_kept=2)
+    assert "timestamp files" not in text
+    assert "a row takes about 6.0 MiB (the largest of this run's 2 row folder(s), and its results.csv line)" in text

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -250,6 +251,11 @@ def test_with_the_temp_folder_in_ram_a_row_keeps_its_timestamps_in_the_run_folde
     assert not os.path.exists(made[0]) and not (run_dir / RUN_WORK).exists()  # nothing left behind
     assert ours_in_temp() == before  # nor in the temp folder
     assert read_rows(run_dir / "results.csv")[0]["status"] == rows[0]["status"]
+    (row_json,) = run_dir.glob("rows/*/row.json")  # what the chunks took while the row ran, for a disk-full line
+    record = json.loads(row_json.read_text())
+    inferences = sum(i["inferences"] for i in record["instances"])
+    assert record["stamps"]["on_results_disk"] is True and inferences > 0
+    assert record["stamps"]["bytes"] >= 16 * inferences, record["stamps"]  # an int64 start and end per inference
 
 
 @pytest.fixture
@@ -304,6 +310,9 @@ def test_with_the_temp_folder_on_disk_a_row_uses_it_as_before(tmp_path, monkeypa
     assert len(made) == 1 and Path(made[0]).parent == Path(tempfile.gettempdir())
     assert "owner.json" in seen[0] and any(name.startswith("instance0") for name in seen[0]), seen
     assert not os.path.exists(made[0]) and not (run_dir / RUN_WORK).exists()
+    (row_json,) = run_dir.glob("rows/*/row.json")  # the temp folder's chunks count only if it shares the disk
+    same_disk = os.stat(tempfile.gettempdir()).st_dev == os.stat(run_dir).st_dev
+    assert json.loads(row_json.read_text())["stamps"]["on_results_disk"] is same_disk
 
 
 def test_resume_removes_a_killed_sweeps_folder_from_the_run_folder(tmp_path):
