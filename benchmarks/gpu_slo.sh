@@ -10,6 +10,7 @@
 # rebuilt from its probe rows. Knobs (env): START (first stream count, 16), MAX_STREAMS (40, under MPS's 48
 # clients), RATE (30), SLO_MS (33), SEED (0: run.seed, what random phases are drawn from; another call's searches
 # draw afresh with another), SHARING (time-slicing,mps), OPTION_SETS ('[{}, {cuda_graph: true}]'),
+# WORKER_START (spawn; forkserver: warm workers forked from a server that imported the framework, run.worker_start),
 # MODEL/BACKEND/PRECISION/ACCEL/EXTENDS/SAMPLERS (resnet50/torch/fp16/cuda:0/dgpu/[nvml, host]; the CPU test
 # of this script runs it with the null backend), DURATION_S (1.0) / MAX_DURATION_S (60): a probe's window runs
 # until it holds the 662 inferences a p99 needs (at 16 streams of 30/s: 1.4 s), and longer, up to MAX_DURATION_S,
@@ -69,7 +70,7 @@ WARMUP_S=${WARMUP_S:-0.5}
 SHARING=${SHARING:-time-slicing,mps}; OPTION_SETS=${OPTION_SETS:-'[{}, {cuda_graph: true}]'}
 MODEL=${MODEL:-resnet50}; BACKEND=${BACKEND:-torch}; PRECISION=${PRECISION:-fp16}; ACCEL=${ACCEL:-cuda:0}
 EXTENDS=${EXTENDS:-dgpu}; SAMPLERS=${SAMPLERS:-'[nvml, host]'}
-DURATION_S=${DURATION_S:-1.0}; MAX_DURATION_S=${MAX_DURATION_S:-60}
+DURATION_S=${DURATION_S:-1.0}; MAX_DURATION_S=${MAX_DURATION_S:-60}; WORKER_START=${WORKER_START:-spawn}
 
 PROFILE=$OUT/gpu-slo.yaml
 cat > "$PROFILE" <<YAML
@@ -96,6 +97,7 @@ run:
   kernel_profile_steps: 0
   accuracy_samples: 0
   max_streams: $MAX_STREAMS
+  worker_start: $WORKER_START
 telemetry:
   samplers: $SAMPLERS
   idle_baseline_s: 0.0
