@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Issue 37 ("Set-up on the GPU"): where a repeat's set-up goes at 32 instances, before anything is changed.
+# Issue 37 ("Set-up on the GPU"): where a repeat's set-up goes at 32 instances.
 # One `edgebench bench` of ResNet-50 fp16 torch b1 with CUDA graphs, N instances (32), REPEATS repeats (3), fixed
 # rate RATE/s per instance, DURATION_S windows; every repeat starts fresh worker processes (the warm pool never
 # hands a repeat a process that ran the same configuration). Prints per repeat the row's set-up and its phases from
 # row.json: prewarm/probe (the pipeline), spawn (until the last instance began opening its session: process start,
-# framework import, CUDA context), load (until the last began warm-up: model build and copy to the GPU), warmup
-# (until the last was ready: cudnn autotune, graph capture, the warm-up window).
+# and for spawned workers the framework import), load (until the last began warm-up: its CUDA context, the model
+# built or mapped and copied to the GPU, the first feed: cuDNN autotune, graph capture), warmup (until the last was
+# ready: the warm-up window). docs/results/h200-setup-issue37.md; benchmarks/gpu_worker_init_probe.py times the
+# GPU steps in bare processes.
 # WORKER_START=forkserver forks the workers from a server that imported the framework once (run.worker_start).
 #   OUT=/path benchmarks/gpu_setup_phases.sh       (one NVIDIA H100/H200; about 2 + 1 min per repeat at 32)
 set -uo pipefail

@@ -14,12 +14,13 @@ are passed only where the running onnxruntime knows them (TRT_EP_OPTION_SINCE). 
 libnvinfer only when a session is created), so supports() also checks that libnvinfer can be loaded.
 TensorRT engines are cached under <cache>/ort-trt/ (keyed by ORT itself on the model and GPU).
 
-A session's ORT warnings (nodes not assigned to the requested provider, an initializer no node uses) go to the row's
-own files, never the console: where ORT takes a Python callback (1.32 and later), session creation runs inside
-models/framework_log.framework_log(), and its lines (once each, counted) go back with the instance's Ready message
-into row.json (`instances[i].framework_log`). An older ORT's C++ logger writes to file descriptor 2 itself, so there
-a session logs warnings only where the instance's stderr is already a file (`2> run.log`, the remote agent's launch
-log; an instance inherits the harness's stderr), errors only on a terminal or a pipe (session_log_severity).
+ORT's session warnings (nodes not assigned to the requested provider, an initializer no node uses, an output of
+another shape than the model declares) are the row's: the probe process (runner/probe.py) opens the row's session
+inside models/framework_log.framework_log(), where ORT (1.32+) hands them to a Python callback, and row.json keeps
+them as `probe.framework_log`. A measuring instance logs them only where its stderr is already a file (`2> run.log`,
+the remote agent's launch log; an instance inherits the harness's stderr): ORT's C++ logger writes to file descriptor
+2 itself, and on a terminal or a pipe those warnings would flood the console of every row, so there it logs errors
+only (session_log_severity); a warning ORT logs at every run never reaches a terminal from inside a timed loop.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import threading
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from edgebench.backends import trt_logic  # module-qualified: tests stand in for the board probes
@@ -36,7 +36,7 @@ from edgebench.backends.options import BackendOptions, validated
 from edgebench.backends.ort_dla import core_mismatch, dla_core_check
 from edgebench.config.typed import Field
 from edgebench.errors import BackendError
-from edgebench.models.framework_log import framework_log, ort_takes_callback, summary
+from edgebench.models.framework_log import capturing
 from edgebench.models.model_artifact import ModelArtifact
 from edgebench.placement import Placement as ParsedPlacement
 
@@ -125,9 +125,6 @@ def trt_provider_options(device: str, precision: str, cache_dir: str,
 
 
 ORT_WARNING, ORT_ERROR = 2, 3  # ORT's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
-# the capture swaps process-wide loggers (ORT's default sink, the root logger's handlers): sessions of one process
-# (streams mode opens them from threads) are created one at a time while it is on
-_CAPTURE_LOCK = threading.Lock()
 
 
 def session_log_severity(fd: int = 2) -> int:
@@ -265,23 +262,17 @@ class OrtSession:
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        captured = ort_takes_callback()  # warnings to the row's files; else only where stderr is a log file
-        so.log_severity_level = ORT_WARNING if captured else session_log_severity()
+        # warnings where a framework_log() block takes them (the probe) or where stderr is a log file
+        so.log_severity_level = ORT_WARNING if capturing() else session_log_severity()
         providers: list[Any] = [(name, opts)]
         if name == "TensorrtExecutionProvider":  # nodes TensorRT rejects run on the CUDA EP
             providers.append(("CUDAExecutionProvider", {"device_id": opts["device_id"]}))
         if name != "CPUExecutionProvider":
             providers.append("CPUExecutionProvider")
-        lines: list[str] = []
         try:
-            if captured:
-                with _CAPTURE_LOCK, framework_log() as lines:
-                    self._sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=providers)
-            else:
-                self._sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=providers)
+            self._sess = ort.InferenceSession(prepared.model_path, sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own exception types for bad files / missing kernels
             raise BackendError(f"{prepared.model_path}: ONNX Runtime could not load it: {exc}") from None
-        self.framework_log = summary(lines)  # ORT's warnings while the session was made (the row's, not the console's)
         if name not in self._sess.get_providers():
             raise BackendError(f"instance {placement.instance}: {name} was requested but ORT fell back to "
                                f"{self._sess.get_providers()}")

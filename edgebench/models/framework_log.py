@@ -12,7 +12,8 @@ Two channels carry it:
   older ORT has its default severity raised to ERROR for the block. Either way the default logger is back to the
   platform sink at WARNING (ORT's default; it has no getter) afterwards.
 The lines go to the artifact's sidecar (`framework_log`), which every row run from the artifact carries in its
-row.json.
+row.json. The probe process (runner/probe.py) opens the row's session in such a block too: that session logs
+warnings (capturing()), its creation's and its runs', and row.json keeps them as `probe.framework_log`.
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ class _Capture(logging.Handler):
         self.lines.append(f"{where} {record.levelname.lower()}: {text.strip()}")
 
 
-def _ort_to(lines: list[str]) -> Callable[[], None]:
-    """Route ORT's C++ log warnings to `lines` (or, without the callback, drop them); returns the undo."""
+def _ort_to(lines: list[str]) -> tuple[Callable[[], None], bool]:
+    """Route ORT's C++ log warnings to `lines` (or, without the callback, drop them); returns the undo and whether
+    the callback took them (False: the older ORT's severity rule, or no ORT)."""
     try:
         import onnxruntime as ort
     except ImportError:
-        return lambda: None
+        return (lambda: None), False
     errors = logging.getLogger("edgebench.onnxruntime")
 
     def callback(severity: int, _category: str, _logid: str, where: str, message: str) -> None:
@@ -73,9 +75,19 @@ def _ort_to(lines: list[str]) -> Callable[[], None]:
                 set_callback(None, ORT_WARNING)
                 ort.set_default_logger_severity(ORT_WARNING)
 
-            return undo
+            return undo, True
     ort.set_default_logger_severity(ORT_ERROR)
-    return lambda: ort.set_default_logger_severity(ORT_WARNING)
+    return (lambda: ort.set_default_logger_severity(ORT_WARNING)), False
+
+
+_TAKING = [0]  # open framework_log() blocks whose ORT warnings go to the callback
+
+
+def capturing() -> bool:
+    """Whether ORT's warnings go to a framework_log() block's lines right now (its callback is installed): a session
+    made now may log warnings (backends/ort.py) without reaching the console. The probe process opens its session
+    inside one (runner/probe.py); a measuring process never does."""
+    return _TAKING[0] > 0
 
 
 @contextlib.contextmanager
@@ -86,22 +98,14 @@ def framework_log() -> Iterator[list[str]]:
     saved = root.handlers[:]
     last_resort = [logging.lastResort] if logging.lastResort is not None else []
     root.handlers = [_Capture(lines, saved or last_resort)]
-    undo = _ort_to(lines)
+    undo, taking = _ort_to(lines)
+    _TAKING[0] += taking
     try:
         yield lines
     finally:
+        _TAKING[0] -= taking
         undo()
         root.handlers = saved
-
-
-def ort_takes_callback() -> bool:
-    """Whether the installed ONNX Runtime routes its C++ log to a Python callback (set_default_logger_callback): then
-    framework_log() captures a session's warnings too, and a session may log them without reaching the console."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        return False
-    return callable(getattr(ort, "set_default_logger_callback", None))
 
 
 def summary(lines: list[str]) -> list[str]:

@@ -64,7 +64,8 @@ def tree_bytes(path: Path | str) -> int:
 def stamps_record(row_dir: Path, stamps_dir: str) -> dict[str, Any]:
     """What the row's timestamp chunk files took while it ran (they are removed once its files are written) and
     whether they were on the results disk (the run folder's work root, or a temp folder on the same file system):
-    then a row needs that much more room than its folder keeps (pipeline/disk_full.py)."""
+    then a row needs that much more room than its folder keeps (pipeline/disk_full.py). A row whose instances all
+    failed before their timestamps were collected has no work folder left by then: 0, an undercount."""
     if not stamps_dir:
         return {"bytes": 0, "on_results_disk": False}
     try:
@@ -90,10 +91,9 @@ def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, i
         "probe": None if outcome.probe is None else {
             "label": outcome.probe.label, "pid": outcome.probe.pid, "batch": outcome.probe.batch,
             "seconds": round(outcome.probe.seconds, 6), "notes": outcome.probe.notes,
-            "kernels_note": outcome.probe.kernels_note},
+            "kernels_note": outcome.probe.kernels_note, "framework_log": outcome.probe.framework_log},
         "instances": [{"instance": i.instance, "placement": i.placement, "pid": i.pid,
-                       "inferences": inference_count(i), "error": i.error,
-                       "framework_log": list(i.framework_log)} for i in outcome.instances],
+                       "inferences": inference_count(i), "error": i.error} for i in outcome.instances],
         "stamps": stamps_record(row_dir, getattr(outcome, "stamps_dir", "")),
         "telemetry": [{"source": t.source, "interval_s": t.interval_s, "notes": t.notes,
                        "channels": {n: c.unit for n, c in t.channels.items()}} for t in outcome.timelines],

@@ -61,7 +61,6 @@ class Phase:
 class Ready:
     instance: int
     warmup_inferences: int
-    framework_log: tuple[str, ...] = ()  # the framework's warnings while its session opened (backends/ort.py)
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,6 @@ class InstanceResult:
     # start_ns is the scheduled arrival (so end - start counts queueing) and issued_ns when it really began
     stamps: Stamps = field(default_factory=lambda: ArrayStamps([], []))
     error: str | None = None  # None when this instance finished fine
-    framework_log: tuple[str, ...] = ()  # its framework's warnings while its session opened (the console never saw them)
 
     @property
     def start_ns(self) -> np.ndarray:
@@ -297,7 +296,6 @@ class _Run:
         self.phase = ["startup"] * n
         self.ready = [False] * n
         self.done: dict[int, tuple[str, int]] = {}  # instance -> (its timestamp files' prefix, inferences)
-        self.framework_logs: dict[int, tuple[str, ...]] = {}  # instance -> its framework's warnings at open
         self.keep_workdir = False  # an outcome reads its timestamps from the work folder: the outcome removes it
         self.errors: dict[int, str] = {}
         self.fault: str | None = None
@@ -589,8 +587,6 @@ class _Run:
             self.phase_seen_ns.setdefault("first_ready", now_ns)
             self.phase_seen_ns["ready"] = now_ns  # the last instance's
             self.ready[msg.instance] = True
-            if msg.framework_log:
-                self.framework_logs[msg.instance] = msg.framework_log
             self.phase[msg.instance] = "barrier"
         elif isinstance(msg, Done):
             self.done[msg.instance] = (msg.path, msg.inferences)
@@ -661,6 +657,5 @@ class _Run:
                 self.keep_workdir = True
             elif error is None:
                 error = f"stopped: {self.fault}" if self.fault else "no result"
-            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), stamps, error,
-                                      self.framework_logs.get(i, ())))
+            out.append(InstanceResult(i, self.cfg.placements[i], self._pid_of(i), stamps, error))
         return out

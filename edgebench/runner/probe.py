@@ -33,6 +33,7 @@ from edgebench.backends.base import Placement
 from edgebench.backends.registry import get_backend
 from edgebench.backends.trt_layers import profile_prepared, write_layers_csv
 from edgebench.evaluation.tensorcores import profile_kernels
+from edgebench.models.framework_log import framework_log, summary
 from edgebench.models.inputs import batches_of, concat_outputs, output_batch_axes, sample_count
 from edgebench.runner import child_process, worker
 from edgebench.runner.workdirs import make_workdir, remove_workdir
@@ -52,6 +53,9 @@ class ProbeResult:
     kernels: list[tuple[str, float]] | None = None  # GPU kernels of kernel_profile_steps inferences (name, us)
     kernels_note: str = ""  # why there are none, when a kernel profile was asked for
     layers_csv: str | None = None  # trt layer profile (LAYERS_CSV_COLUMNS), when asked for and it worked
+    # the framework's warnings while the probe's session opened and ran (ONNX Runtime's, models/framework_log.py):
+    # the row's, kept in row.json, never on the console
+    framework_log: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what failed, one line each: the row states them
     seconds: float = 0.0  # wall time of the probe process, spawn to exit
     pid: int | None = None
@@ -121,6 +125,7 @@ def run_probe(cfg: RunConfig, prepared: Prepared, accuracy_inputs: Any = None, *
                 found = pickle.load(fh)
             result.accuracy_outputs = found.get("accuracy")
             result.kernels, result.kernels_note = found.get("kernels"), found.get("kernels_note", "")
+            result.framework_log = list(found.get("framework_log", []))
             result.notes.extend(found.get("notes", []))
             if found.get("layers_csv") and keep_dir is not None:
                 os.makedirs(keep_dir, exist_ok=True)
@@ -147,26 +152,29 @@ def probe_main(cfg: RunConfig, prepared: Prepared, accuracy_path: str | None, la
     os.environ.update(worker.thread_env(cfg.threads_per_instance))
     found: dict[str, Any] = {"notes": []}
     session = None
-    try:
-        placement = Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance)
-        session = get_backend(prepared.backend).open(prepared, placement)
-        if accuracy_path is not None:
-            try:
-                found["accuracy"] = accuracy_outputs(session, prepared, cfg.batch, accuracy_path)
-            except Exception as exc:  # noqa: BLE001 - stated in the row's reason
-                found["notes"].append(f"accuracy outputs not taken: {worker.describe(exc)}")
-        if cfg.kernel_profile_steps > 0:
-            session.feed(prepared.feeds(cfg.batch, cfg.seed))
-            try:
-                found["kernels"] = profile_kernels(session.infer, steps=cfg.kernel_profile_steps, warmup=1)
-            except Exception as exc:  # noqa: BLE001 - no torch/CUPTI/GPU here: the row states it
-                found["kernels_note"] = f"kernel profile unavailable: {worker.describe(exc)}"
-    except Exception as exc:  # noqa: BLE001
-        found["notes"].append(f"probe could not open a session: {worker.describe(exc)}")
-    finally:
-        if session is not None:
-            with contextlib.suppress(Exception):
-                session.close()
+    # the framework's warnings (ONNX Runtime's: its session then logs them) become the row's lines, not console text
+    with framework_log() as log_lines:
+        try:
+            placement = Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance)
+            session = get_backend(prepared.backend).open(prepared, placement)
+            if accuracy_path is not None:
+                try:
+                    found["accuracy"] = accuracy_outputs(session, prepared, cfg.batch, accuracy_path)
+                except Exception as exc:  # noqa: BLE001 - stated in the row's reason
+                    found["notes"].append(f"accuracy outputs not taken: {worker.describe(exc)}")
+            if cfg.kernel_profile_steps > 0:
+                session.feed(prepared.feeds(cfg.batch, cfg.seed))
+                try:
+                    found["kernels"] = profile_kernels(session.infer, steps=cfg.kernel_profile_steps, warmup=1)
+                except Exception as exc:  # noqa: BLE001 - no torch/CUPTI/GPU here: the row states it
+                    found["kernels_note"] = f"kernel profile unavailable: {worker.describe(exc)}"
+        except Exception as exc:  # noqa: BLE001
+            found["notes"].append(f"probe could not open a session: {worker.describe(exc)}")
+        finally:
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    session.close()
+    found["framework_log"] = summary(log_lines)
     if layer_profile_runs > 0:  # its own execution contexts, after the session is closed
         try:
             path = Path(workdir) / "layers.csv"

@@ -247,7 +247,7 @@ def run_instance(
         sink = StampSink(prefix, 2 if rate_hz is None else 3, chunk_capacity(expected_ips, cfg.duration_s))
         period_ns = max(1, round(1e9 / float(rate_hz))) if rate_hz is not None else 0
         schedule = stream_schedule(cfg, index, period_ns) if rate_hz is not None else None  # drawn before the start
-        send(Ready(index, warm_n, tuple(getattr(session, "framework_log", ()))))
+        send(Ready(index, warm_n))
         phase = "barrier"
         origin_ns = wait_start(cfg.barrier_timeout_s)  # a fixed-rate row's shared schedule origin (0: none sent)
         phase = "measure"

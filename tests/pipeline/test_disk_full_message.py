@@ -100,14 +100,3 @@ def test_timestamp_files_a_row_held_on_the_results_disk_count_toward_its_need(tm
             "line)") in text, text
     assert f"free at least {size_text(need - 2 * MIB)} more" in text
 
-
-def test_a_row_json_without_a_stamps_record_counts_its_folder_only(tmp_path, free):
-    run = tmp_path / "run"
-    _row(run, "0000-a", 6 * MIB, stamps={"bytes": "lots", "on_results_disk": True})  # unreadable: not counted
-    (run / "rows" / "0000-a" / "extra").write_bytes(b"")
-    _row(run, "0001-b", 5 * MIB)
-    (run / "results.csv").write_bytes(b"h" * 200)
-    free(1 * MIB)
-    text = _error(run, rows_kept=2)
-    assert "timestamp files" not in text
-    assert "a row takes about 6.0 MiB (the largest of this run's 2 row folder(s), and its results.csv line)" in text
