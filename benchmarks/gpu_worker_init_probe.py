@@ -2,7 +2,7 @@
 torchvision (as run.worker_start: forkserver does); each times its steps from the fork: the CUDA runtime's init, the
 saved ResNet-50 mapped onto a meta-constructed module, the copy to the GPU in fp16, a first forward (cudnn
 benchmark), a CUDA graph capture. Prints per step the median and the max over the children (the last one is what a
-row waits for). Not edgebench's code path: a bare probe of the driver's cost, to find it before changing anything.
+row waits for). Not edgebench's code path: a bare probe of what starting GPU workers costs, outside the harness.
 Variants (environment): PROBE_FLAT=1 one host->device copy per dtype (PROBE_PINNED=1 through a pinned buffer),
 PROBE_TOKEN=1 one worker's copy at a time (a file lock), PROBE_NO_BENCH=1 cudnn.benchmark off.
     python benchmarks/gpu_worker_init_probe.py N [N ...]      (results: docs/results/h200-setup-issue37.md)

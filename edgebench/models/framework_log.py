@@ -50,9 +50,14 @@ class _Capture(logging.Handler):
         self.lines.append(f"{where} {record.levelname.lower()}: {text.strip()}")
 
 
-def _ort_to(lines: list[str]) -> tuple[Callable[[], None], bool]:
-    """Route ORT's C++ log warnings to `lines` (or, without the callback, drop them); returns the undo and whether
-    the callback took them (False: the older ORT's severity rule, or no ORT)."""
+_OPEN: list[list[str]] = []  # the open framework_log() blocks' lines, innermost last: ORT's warnings go to the last
+# while a block routes ORT's log: (the undo that restores ORT's default logger, whether the callback takes warnings)
+_ROUTE: list[tuple[Callable[[], None], bool]] = []
+
+
+def _ort_route() -> tuple[Callable[[], None], bool]:
+    """Route ORT's C++ log to the innermost open block's lines (or, without the callback, drop its warnings); the
+    first block that asks does it, blocks opened inside it share it, and it is undone when that block closes."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -63,8 +68,8 @@ def _ort_to(lines: list[str]) -> tuple[Callable[[], None], bool]:
         text = f"onnxruntime [{ORT_LEVELS[min(max(severity, 0), 4)]}] {where}: {message.strip()}"
         if severity >= ORT_ERROR:
             errors.error("%s", text)
-        else:
-            lines.append(text)
+        elif _OPEN:
+            _OPEN[-1].append(text)
 
     set_callback = getattr(ort, "set_default_logger_callback", None)
     if set_callback is not None:
@@ -80,32 +85,35 @@ def _ort_to(lines: list[str]) -> tuple[Callable[[], None], bool]:
     return (lambda: ort.set_default_logger_severity(ORT_WARNING)), False
 
 
-_TAKING = [0]  # open framework_log() blocks whose ORT warnings go to the callback
-
-
 def capturing() -> bool:
     """Whether ORT's warnings go to a framework_log() block's lines right now (its callback is installed): a session
     made now may log warnings (backends/ort.py) without reaching the console. The probe process opens its session
     inside one (runner/probe.py); a measuring process never does."""
-    return _TAKING[0] > 0
+    return bool(_OPEN) and bool(_ROUTE) and _ROUTE[0][1]
 
 
 @contextlib.contextmanager
-def framework_log() -> Iterator[list[str]]:
-    """The block's ONNX Runtime warnings, as lines (see the module doc); the console sees only errors."""
+def framework_log(onnxruntime: bool = True) -> Iterator[list[str]]:
+    """The block's framework warnings, as lines (see the module doc); the console sees only errors. `onnxruntime`:
+    route ORT's C++ log too (importing it, when it is installed); a torch probe has no use for it."""
     lines: list[str] = []
     root = logging.getLogger()
     saved = root.handlers[:]
     last_resort = [logging.lastResort] if logging.lastResort is not None else []
     root.handlers = [_Capture(lines, saved or last_resort)]
-    undo, taking = _ort_to(lines)
-    _TAKING[0] += taking
+    _OPEN.append(lines)
+    routed = False
     try:
+        if onnxruntime and not _ROUTE:
+            _ROUTE.append(_ort_route())
+            routed = True
         yield lines
     finally:
-        _TAKING[0] -= taking
-        undo()
+        _OPEN.pop()
         root.handlers = saved
+        if routed:
+            undo, _taking = _ROUTE.pop()
+            undo()
 
 
 def summary(lines: list[str]) -> list[str]:

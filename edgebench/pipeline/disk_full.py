@@ -15,8 +15,8 @@ import shutil
 from pathlib import Path
 
 from edgebench.errors import DiskFullError
+from edgebench.file_sizes import tree_bytes
 from edgebench.results.reader import HEADER_LINE
-from edgebench.results.row_files import tree_bytes
 
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 EARLIER_RUNS = 20  # at most this many other run folders under --out are measured (the newest by name)

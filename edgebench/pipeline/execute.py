@@ -30,7 +30,7 @@ from edgebench.pipeline.phases import PhaseClock, announce
 from edgebench.pipeline.probe_step import probe_fields, row_probe
 from edgebench.pipeline.row_steps import RowFacts
 from edgebench.results.row import IdleBaseline
-from edgebench.results.row_files import write_row_data, write_row_json
+from edgebench.results.row_files import stamps_record, write_row_data, write_row_json
 from edgebench.runner import orchestrator  # module-qualified: the jtop sweep test wraps run_instances
 from edgebench.runner.backlog import window_trend
 from edgebench.runner.metrics import judge, summarize
@@ -117,9 +117,12 @@ def execute(cfg: RunConfig, profile: Profile, models: ModelCache, row_dir: Path,
     if outcome.status != "ok" and outcome.fault_errno in DISK_FULL_ERRNOS:
         # an instance could not write its timestamp chunks: the disk is full, which no later row escapes; the
         # sweep stops with the disk-full message (run_sweep) instead of failing this row and the next
+        record = stamps_record(row_dir, outcome)  # what its chunk files took on the results disk when it filled
         outcome.discard_stamps()
-        raise OSError(outcome.fault_errno, f"{os.strerror(outcome.fault_errno)}: {outcome.reason}",
-                      root or tempfile.gettempdir())
+        full = OSError(outcome.fault_errno, f"{os.strerror(outcome.fault_errno)}: {outcome.reason}",
+                       root or tempfile.gettempdir())
+        full.unfinished_stamps_bytes = record["bytes"] if record["on_results_disk"] else 0  # type: ignore[attr-defined]
+        raise full
     if outcome.status != "ok":
         facts.verdict.failure = "; ".join(r for r in (outcome.reason, random_scalars_note(prepared.inputs)) if r)
         return _written(facts, cfg, row_dir, outcome, labelled, clock, peak)

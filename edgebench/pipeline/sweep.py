@@ -26,6 +26,7 @@ from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.device.power_modes import power_mode_session
 from edgebench.errors import EdgebenchError, exc_text
+from edgebench.file_sizes import tree_bytes
 from edgebench.pipeline.cooldown import Thermal
 from edgebench.pipeline.disk_full import disk_full_cause, disk_full_error
 from edgebench.pipeline.execute import execute
@@ -33,7 +34,6 @@ from edgebench.pipeline.model_cache import ModelCache
 from edgebench.pipeline.plan import PlannedRun
 from edgebench.pipeline.row_steps import RowFacts, build_row
 from edgebench.results.row import Verdict, identity
-from edgebench.results.row_files import tree_bytes
 from edgebench.runner.warm_pool import WarmPool, block_needs, pool_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -156,9 +156,10 @@ def _run_rows(planned: list[PlannedRun], profile: Profile, run_dir: Path, store:
             full = disk_full_cause(exc)
             if full is None:
                 raise
-            unfinished = 0
+            # the chunk files the row's instances had written on the results disk when it filled (pipeline/execute.py)
+            unfinished = int(getattr(full, "unfinished_stamps_bytes", 0))
             if not row_dir_existed:  # the row in flight is not recorded: none of its files stay as if complete
-                unfinished = tree_bytes(row_dir)
+                unfinished += tree_bytes(row_dir)
                 shutil.rmtree(row_dir, ignore_errors=True)
             raise disk_full_error(full, run_dir, store.path, rows_kept=next_index,
                                   unfinished_bytes=unfinished) from None

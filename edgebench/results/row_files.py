@@ -12,6 +12,7 @@ from typing import Any
 
 from edgebench.atomic_files import write_json_atomic
 from edgebench.config.run_config import RunConfig
+from edgebench.file_sizes import device_of
 from edgebench.results.latency_file import LATENCY_FILE, inference_count, write_latencies
 
 
@@ -51,28 +52,15 @@ def write_row_data(row_dir: Path, outcome: Any) -> None:
             tl.to_csv(tmp)
 
 
-def tree_bytes(path: Path | str) -> int:
-    """The bytes of every file under `path` (0 when it is gone)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-    return total
-
-
-def stamps_record(row_dir: Path, stamps_dir: str) -> dict[str, Any]:
-    """What the row's timestamp chunk files took while it ran (they are removed once its files are written) and
-    whether they were on the results disk (the run folder's work root, or a temp folder on the same file system):
-    then a row needs that much more room than its folder keeps (pipeline/disk_full.py). A row whose instances all
-    failed before their timestamps were collected has no work folder left by then: 0, an undercount."""
-    if not stamps_dir:
-        return {"bytes": 0, "on_results_disk": False}
-    try:
-        same = os.stat(stamps_dir).st_dev == os.stat(row_dir).st_dev
-    except OSError:
-        same = False
-    return {"bytes": tree_bytes(stamps_dir), "on_results_disk": same}
+def stamps_record(row_dir: Path, outcome: Any) -> dict[str, Any]:
+    """What the row's timestamp chunk files took while it ran (the runner measured its work folder before the files
+    were summarised or removed) and whether they were on the results disk (the run folder's work root, or a temp
+    folder on the same file system): then a row needs that much more room than its folder keeps
+    (pipeline/disk_full.py)."""
+    dev = getattr(outcome, "stamps_dev", None)
+    results_disk = device_of(next((p for p in (row_dir, *row_dir.parents) if p.exists()), row_dir))  # a row folder
+    return {"bytes": int(getattr(outcome, "stamps_bytes", 0)),  # not made yet: the run folder's disk
+            "on_results_disk": dev is not None and dev == results_disk}
 
 
 def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, info: dict,
@@ -94,7 +82,7 @@ def write_row_json(row_dir: Path, cfg: RunConfig, outcome: Any, artifact: Any, i
             "kernels_note": outcome.probe.kernels_note, "framework_log": outcome.probe.framework_log},
         "instances": [{"instance": i.instance, "placement": i.placement, "pid": i.pid,
                        "inferences": inference_count(i), "error": i.error} for i in outcome.instances],
-        "stamps": stamps_record(row_dir, getattr(outcome, "stamps_dir", "")),
+        "stamps": stamps_record(row_dir, outcome),
         "telemetry": [{"source": t.source, "interval_s": t.interval_s, "notes": t.notes,
                        "channels": {n: c.unit for n, c in t.channels.items()}} for t in outcome.timelines],
         "artifact": {"path": artifact.onnx_path, "sha256": artifact.sha256, "sidecar": artifact.sidecar},

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.backends.registry import backend_target
 from edgebench.errors import ConfigError
+from edgebench.file_sizes import device_of, tree_bytes
 from edgebench.runner import child_process
 from edgebench.runner.messages import Done, Error, FromWorker, Go, Idle, Job, Phase, Primed, Ready, Retire
 from edgebench.runner.probe import ProbeResult, probe_wanted, run_probe
@@ -116,6 +117,10 @@ class RunOutcome:
     # the run's work folder while it holds the instances' timestamp files ("" when none); removed by discard_stamps,
     # or when the outcome is garbage-collected or the interpreter exits
     stamps_dir: str = ""
+    # what the instances' timestamp files in the work folder took when the window ended (kept or not), and the file
+    # system it was on (st_dev): a row's transient need beside its folder (results/row_files.stamps_record)
+    stamps_bytes: int = 0
+    stamps_dev: int | None = None
 
     def __post_init__(self) -> None:
         self._discard = weakref.finalize(self, remove_workdir, self.stamps_dir) if self.stamps_dir else None
@@ -410,6 +415,8 @@ class _Run:
             start_notes = late_stream_start(results, self.stream_origin_ns)
             return RunOutcome(
                 stamps_dir=self.workdir if self.keep_workdir else "",
+                stamps_bytes=tree_bytes(self.workdir),
+                stamps_dev=device_of(self.workdir),
                 status="ok",
                 reason="",
                 instances=results,
@@ -432,6 +439,8 @@ class _Run:
         with self._workdir_owned_by_outcome():
             return RunOutcome(
                 stamps_dir=self.workdir if self.keep_workdir else "",
+                stamps_bytes=tree_bytes(self.workdir),
+                stamps_dev=device_of(self.workdir),
                 status="failed",
                 reason=self.fault,
                 fault_errno=self.fault_errno,

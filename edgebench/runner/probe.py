@@ -153,7 +153,7 @@ def probe_main(cfg: RunConfig, prepared: Prepared, accuracy_path: str | None, la
     found: dict[str, Any] = {"notes": []}
     session = None
     # the framework's warnings (ONNX Runtime's: its session then logs them) become the row's lines, not console text
-    with framework_log() as log_lines:
+    with framework_log(onnxruntime=prepared.backend == "ort") as log_lines:
         try:
             placement = Placement(device=cfg.placements[0], instance=0, threads=cfg.threads_per_instance)
             session = get_backend(prepared.backend).open(prepared, placement)

@@ -82,7 +82,10 @@ def test_a_disk_filling_up_mid_sweep_stops_cleanly_and_resume_finishes(tmp_path)
     (tmp_path / "driver.py").write_text(DRIVER)
     result = tmp_path / "result.json"
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1",
-           "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
+           "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache"),
+           # the timestamp chunks off the small disk whatever /tmp is (on it, a row's need would count them too:
+           # tests/pipeline/test_disk_full_message.py)
+           "EDGEBENCH_WORK_DIR": str(tmp_path / "work")}
     script = 'mount -t tmpfs -o size=2m,mode=755 edgebench-disk-full "$1" && shift && exec "$@"'
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(out),
                            sys.executable, str(tmp_path / "driver.py"), str(out), str(profile), str(result)],
@@ -185,3 +188,32 @@ def test_a_full_disk_under_the_timestamp_chunks_stops_the_sweep_not_one_row(tmp_
     assert "[1/2]" in proc.stdout and "[2/2]" not in proc.stdout  # the sweep stopped at its first row
     (run,) = out.iterdir()
     assert not (run / "results.csv").exists() or (run / "results.csv").read_text().count("\n") <= 1
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+def test_chunks_that_filled_the_results_disk_count_in_the_unfinished_rows_need(tmp_path):
+    """The same on one 24 MiB tmpfs holding both the run folder and the timestamp chunks (a board whose /tmp is RAM
+    writes them beside the rows): the chunk files the unfinished row had written when the disk filled are its
+    measured need ("more than" that), not "not known yet"."""
+    pytest.importorskip("torch", reason="the sweep exports tiny_cnn with torch")
+    profile = null_profile(tmp_path, "chunksfull", sweep={"batches": [1, 2]},
+                           run={"warmup_s": 0.05, "duration_s": 3.0, "max_duration_s": 3.0},
+                           telemetry={"samplers": ["host"], "idle_baseline_s": 0})
+    disk = tmp_path / "small"
+    disk.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_WORK_DIR": str(disk / "work"),
+           "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
+    script = ('mount -t tmpfs -o size=24m,mode=755 edgebench-chunks-full "$1" && "$2" -m edgebench bench --device "$3" '
+              '--out "$1/runs"; echo "rc=$?"')
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(disk),
+                           sys.executable, str(profile)], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=600)
+    if "rc=" not in proc.stdout and "unshare" in proc.stderr:
+        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    if "rc=75" not in proc.stdout:
+        pytest.skip(f"the null rows' timestamps fitted in 24 MiB on this machine ({proc.stdout[-200:]!r}): no full disk")
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgebench: error:")]
+    assert "a row takes more than " in line and "(the unfinished row had written that much when it stopped" in line, line
+    said = line.split("a row takes more than ", 1)[1].split(" (", 1)[0]
+    value, unit = said.split()
+    assert unit == "MiB" and float(value) >= 4, line  # the chunk files it had written when the disk filled

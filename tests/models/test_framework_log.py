@@ -80,3 +80,49 @@ def test_summary_counts_repeats_and_stops_at_fifty():
     assert summary(["a", "b", "a"]) == ["a (x2)", "b"]
     many = summary([str(i) for i in range(60)])
     assert len(many) == 51 and many[-1] == "... 10 more"
+
+
+def test_nested_blocks_share_one_route_and_the_outer_keeps_it_after_the_inner_closes(tmp_path, capfd):
+    """The innermost open block gets ORT's warnings; when it closes, the outer block still takes them (capturing()
+    stays true, so a session made then may log warnings without reaching stderr); after both, nothing is taken."""
+    ort = pytest.importorskip("onnxruntime")
+    if not hasattr(ort, "set_default_logger_callback"):
+        pytest.skip(f"onnxruntime {ort.__version__} has no logger callback")
+    from edgebench.models.framework_log import capturing
+
+    path = _verify_output_sizes_model(tmp_path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert not capturing()
+    with framework_log() as outer:
+        assert capturing()
+        with framework_log(onnxruntime=False) as inner:  # a block that does not route ORT still gets its lines
+            session.run(None, {"x": np.ones((2, 4), np.float32)})
+        assert capturing()
+        session.run(None, {"x": np.ones((2, 4), np.float32)})
+    assert not capturing()
+    assert len(inner) == 1 and "VerifyOutputSizes" in inner[0]
+    assert len(outer) == 1 and "VerifyOutputSizes" in outer[0]
+    assert "VerifyOutputSizes" not in capfd.readouterr().err
+
+
+def test_an_exception_in_the_block_still_restores_the_handlers_and_the_route():
+    from edgebench.models.framework_log import capturing
+
+    root = logging.getLogger()
+    before = root.handlers[:]
+    with pytest.raises(RuntimeError, match="boom"), framework_log():
+        raise RuntimeError("boom")
+    assert root.handlers == before and not capturing()
+
+
+def _verify_output_sizes_model(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "width"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])  # declared 3 wide, fed 4: VerifyOutputSizes
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "m.onnx")
+    return tmp_path / "m.onnx"

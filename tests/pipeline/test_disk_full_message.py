@@ -100,3 +100,22 @@ def test_timestamp_files_a_row_held_on_the_results_disk_count_toward_its_need(tm
             "line)") in text, text
     assert f"free at least {size_text(need - 2 * MIB)} more" in text
 
+
+
+def test_a_rows_stamps_record_says_whether_its_timestamp_files_shared_the_results_disk(tmp_path):
+    from types import SimpleNamespace
+
+    from edgebench.file_sizes import device_of
+    from edgebench.results.row_files import stamps_record
+
+    here = device_of(tmp_path)
+    assert here is not None
+    assert stamps_record(tmp_path, SimpleNamespace(stamps_bytes=123, stamps_dev=here)) == \
+        {"bytes": 123, "on_results_disk": True}
+    assert stamps_record(tmp_path, SimpleNamespace(stamps_bytes=123, stamps_dev=here + 1)) == \
+        {"bytes": 123, "on_results_disk": False}  # another file system (a temp folder elsewhere)
+    assert stamps_record(tmp_path, SimpleNamespace(stamps_bytes=0, stamps_dev=None)) == \
+        {"bytes": 0, "on_results_disk": False}  # no work folder measured
+    # a row folder not made yet (an instance failed first): the disk of the folder it would be in
+    assert stamps_record(tmp_path / "rows" / "0000-x", SimpleNamespace(stamps_bytes=5, stamps_dev=here)) == \
+        {"bytes": 5, "on_results_disk": True}
