@@ -216,10 +216,11 @@ def test_size_reason_is_read_from_the_docstring(tmp_path, text, expected):
 # The tree reads config -> models -> backends -> runner -> pipeline -> results -> answer -> report, with the command
 # layer on top. A stage is the folder right under edgebench/ (or a top-level module: errors, atomic_files,
 # cli). Each may import only the stages listed here (its own modules always); the list itself is acyclic.
-LOWEST = {"errors", "atomic_files", "process_lifetime", "placement", "edgebench"}  # `edgebench` = the package's __init__ (its __version__)
+LOWEST = {"errors", "atomic_files", "file_sizes", "process_lifetime", "placement", "edgebench"}  # `edgebench` = the package's __init__ (its __version__)
 ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "errors": set(),
     "atomic_files": set(),
+    "file_sizes": set(),  # a folder's bytes and file system: the runner measures its work folder, results its rows
     "process_lifetime": set(),  # a child that dies with its parent: the runner's workers, the models' build steps
     "interrupt_guard": set(),  # the command's Ctrl-C that waits for a lazy import to end (cli installs it)
     "placement": set(),  # the placement grammar: config carries it, telemetry (below config) reads it too

@@ -2,8 +2,9 @@
 
 Building a random-init model is seconds of CPU per process: torchvision's init of every parameter, then the
 BatchNorm re-estimation on seeded synthetic batches (models/export.py): 4 ResNet-50 workers on a 2-core CPU loaded in
-4.9 s building, 0.17 s mapping (docs/results/torch-saved-build.md). (On an H200, 32 workers' load stayed 14-28 s
-either way: there 32 fresh CUDA contexts starting on one GPU were the wait, docs/results/h200-setup-issue37.md.)
+4.9 s building, 0.17 s mapping (docs/results/torch-saved-build.md); on an H200 a repeat of 32 workers set up in
+19.7-20.2 s instead of 25.1-27.9 s, the rest being 32 fresh CUDA contexts starting on one GPU
+(docs/results/h200-setup-issue37.md).
 The tensors it makes depend only on the spec, the seed, the weights file and
 the torch/torchvision versions, so they are built once, in a process of its own (models/in_child.py: the harness
 never holds torch), saved to the artifact cache, and every worker then constructs the module on the meta device (no
