@@ -18,10 +18,11 @@ ORT's session warnings (nodes not assigned to the requested provider, an initial
 another shape than the model declares) are the row's where it has a probe (accuracy samples, the profiles' default,
 or a kernel/layer profile): the probe process (runner/probe.py) opens the row's session inside
 models/framework_log.framework_log(), where ORT (1.32+) hands them to a Python callback, and row.json keeps them as
-`probe.framework_log` (an older ORT: the probe follows the stderr rule below). A measuring instance logs them only where its stderr is already a file (`2> run.log`,
-the remote agent's launch log; an instance inherits the harness's stderr): ORT's C++ logger writes to file descriptor
-2 itself, and on a terminal or a pipe those warnings would flood the console of every row, so there it logs errors
-only (session_log_severity); a warning ORT logs at every run never reaches a terminal from inside a timed loop.
+`probe.framework_log` (an older ORT: the probe follows the stderr rule below). A measuring instance logs them only
+where its stderr is already a file (`2> run.log`, the remote agent's launch log; an instance inherits the harness's
+stderr): ORT's C++ logger writes to file descriptor 2 itself, and on a terminal or a pipe those warnings would flood
+the console of every row, so there it logs errors only (session_log_severity); a warning ORT logs at every run never
+reaches a terminal from inside a timed loop.
 """
 
 from __future__ import annotations

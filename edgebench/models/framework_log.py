@@ -89,7 +89,7 @@ def capturing() -> bool:
     """Whether ORT's warnings go to a framework_log() block's lines right now (its callback is installed): a session
     made now may log warnings (backends/ort.py) without reaching the console. The probe process opens its session
     inside one (runner/probe.py); a measuring process never does."""
-    return bool(_OPEN) and bool(_ROUTE) and _ROUTE[0][1]
+    return bool(_ROUTE) and _ROUTE[0][1]  # a route exists only inside the block that made it
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from cli_runs import null_profile
@@ -69,6 +70,26 @@ def unavailable() -> str | None:
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return "needs unshare and mount (util-linux)"
     return None
+
+
+def bench_on_a_small_disk(disk: Path, size: str, env: dict, profile: Path, out: Path, after: str = ""):
+    """`edgebench bench --device PROFILE --out OUT` with a SIZE tmpfs mounted at DISK in a private mount namespace
+    (OUT on it or not); its stdout then says rc=<exit code>, and `after` (a shell command; $1 is DISK, $4 OUT) runs
+    before the namespace ends. Skips where no namespace can be made."""
+    script = (f'mount -t tmpfs -o size={size},mode=755 edgebench-small-disk "$1" && "$2" -m edgebench bench '
+              f'--device "$3" --out "$4"; echo "rc=$?"{"; " + after if after else ""}')
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(disk),
+                           sys.executable, str(profile), str(out)], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=600)
+    if "rc=" not in proc.stdout and "unshare" in proc.stderr:
+        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    return proc
+
+
+def error_line(proc) -> str:
+    """The one `edgebench: error:` line of its stderr."""
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgebench: error:")]
+    return line
 
 
 @pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
@@ -143,16 +164,10 @@ def test_a_first_row_too_big_for_the_disk_says_what_is_known(tmp_path):
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO),
            "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
-    script = ('mount -t tmpfs -o size=2m,mode=755 edgebench-disk-full "$1" && "$2" -m edgebench bench --device "$3" '
-              '--out "$1"; echo "rc=$?"; ls "$1"/*/')
-    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(out),
-                           sys.executable, str(profile)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=600)
-    if "rc=" not in proc.stdout and "unshare" in proc.stderr:
-        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    proc = bench_on_a_small_disk(out, "2m", env, profile, out, after='ls "$1"/*/')
     assert "rc=75" in proc.stdout, proc.stdout + proc.stderr
     assert "results.csv" not in proc.stdout.split("rc=75", 1)[1]  # the run folder has no results.csv
-    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgebench: error:")]
+    line = error_line(proc)
     assert "/rows/0000-" in line and "could not write" in line
     assert (" free now; how much a row takes is not known yet (no row folder has been written here to measure; "
             "the unfinished one needed more than was free while it ran)") in line, line
@@ -175,15 +190,9 @@ def test_a_full_disk_under_the_timestamp_chunks_stops_the_sweep_not_one_row(tmp_
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_WORK_DIR": str(work),
            "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
-    script = ('mount -t tmpfs -o size=1m,mode=755 edgebench-chunks-full "$1" && "$2" -m edgebench bench --device "$3" '
-              '--out "$4"; echo "rc=$?"')
-    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(work),
-                           sys.executable, str(profile), str(out)], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600)
-    if "rc=" not in proc.stdout and "unshare" in proc.stderr:
-        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    proc = bench_on_a_small_disk(work, "1m", env, profile, out)
     assert "rc=75" in proc.stdout, proc.stdout + proc.stderr
-    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgebench: error:")]
+    line = error_line(proc)
     assert line.startswith(f"edgebench: error: no space left on device: could not write {work} ("), line
     assert "[1/2]" in proc.stdout and "[2/2]" not in proc.stdout  # the sweep stopped at its first row
     (run,) = out.iterdir()
@@ -203,16 +212,10 @@ def test_chunks_that_filled_the_results_disk_count_in_the_unfinished_rows_need(t
     disk.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "EDGEBENCH_WORK_DIR": str(disk / "work"),
            "EDGEBENCH_CACHE": os.environ.get("EDGEBENCH_CACHE") or str(tmp_path / "cache")}
-    script = ('mount -t tmpfs -o size=24m,mode=755 edgebench-chunks-full "$1" && "$2" -m edgebench bench --device "$3" '
-              '--out "$1/runs"; echo "rc=$?"')
-    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(disk),
-                           sys.executable, str(profile)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=600)
-    if "rc=" not in proc.stdout and "unshare" in proc.stderr:
-        pytest.skip(f"no private mount namespace here: {proc.stderr.strip()}")
+    proc = bench_on_a_small_disk(disk, "24m", env, profile, disk / "runs")
     if "rc=75" not in proc.stdout:
         pytest.skip(f"the null rows' timestamps fitted in 24 MiB on this machine ({proc.stdout[-200:]!r}): no full disk")
-    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("edgebench: error:")]
+    line = error_line(proc)
     assert "a row takes more than " in line and "(the unfinished row had written that much when it stopped" in line, line
     said = line.split("a row takes more than ", 1)[1].split(" (", 1)[0]
     value, unit = said.split()
