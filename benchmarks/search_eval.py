@@ -59,7 +59,8 @@ repeats included, so a configuration with one invalid repeat over the limit is n
 answer.best.tied_with_best, the exact rank test of the grid's own repeats (at 1 or 2 repeats per configuration it
 can never reach 95%, so on the H200 grids (1 repeat) and the CPU grid (2) every feasible configuration is tied
 with the best: read the exact column and the gap there)."""
-LATENCY = "latency_ms_p90"  # every grid here has a p90 in every ok row (not every one has a p99)
+LATENCY = "latency_ms_p90"
+HIGHER_IS_BETTER = ("throughput_ips",)  # every other metric a search reads (latency, power, energy, drop) is lower  # every grid here has a p90 in every ok row (not every one has a p99)
 
 
 def points_of(rows: list[dict[str, Any]]) -> tuple[list[SearchPoint], dict[str, dict[str, Any]]]:
@@ -203,22 +204,31 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
     found = (sum(len(set(final.get(m, ())) & set(ks)) for m, ks in truth.items())
              / max(1, sum(len(ks) for ks in truth.values())))
     errors: dict[str, list[float]] = defaultdict(list)
+    # the surrogates' 95% intervals for one new row of each configuration left unmeasured at the stop, against the
+    # grid's own rows of it: [rows inside, rows, rows beyond the end that is better for the answer]
+    coverage: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for pred in d.predictions:
         if pred.state != "predicted":
             continue
         point = next(p for p in points if p.key == pred.key)
-        for col, (mean, _lo, _hi) in pred.metrics.items():
+        for col, (mean, lo, hi) in pred.metrics.items():
             actual = [float(grid[h][col]) for h in point.hashes
                       if grid[h].get("status") == "ok" and grid[h].get(col) is not None]
             if actual and statistics.median(actual) != 0:
                 true = statistics.median(actual)
                 errors[col].append(abs(mean - true) / abs(true) * 100)
+            for v in actual:
+                c = coverage[col]
+                c[0] += lo <= v <= hi
+                c[1] += 1
+                c[2] += v > hi if col in HIGHER_IS_BETTER else v < lo
     gap = objective_gap(goal, final, truth, points, grid) if goal.mode == "best" else None
     floor = sum(len(p.hashes) for p in points if any(p.key in ks for ks in truth.values()))
     return {"final": final, "rows": len(measured), "answer_rows": floor, "steps": steps, "phase_rows": dict(phase_rows), "same": final == truth, "same_within_noise": bool(within_noise),
             "gap_pct": gap,
             "answer_members_found": found, "reached_at": reached_at,
             "stop": d.stop, "error_pct": {c: statistics.median(v) for c, v in errors.items()},
+            "coverage": dict(coverage),
             "predicted_points": sum(1 for p in d.predictions if p.state == "predicted"), "wall_s": time.monotonic() - t0}
 
 
@@ -489,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
 def write_out(records: list[dict[str, Any]], out: str | None, notes_path: str | None, command: str) -> None:
     """The tables (printed; and eval.md in `out`, under the header and above the notes)."""
     text = "\n\n".join(part for part in (overview(records), summary([r for r in records if r["goal_set"] != "drawn"]),
-                                         drawn_summary(records)) if part)
+                                         drawn_summary(records), coverage_summary(records)) if part)
     print(text)
     if out:
         notes = Path(notes_path).read_text().strip() + "\n" if notes_path else ""
@@ -563,6 +573,30 @@ def drawn_summary(records: list[dict[str, Any]]) -> str:
         for r in wrong:
             lines.append(f"| {r['grid']} | {r['goal']} | {r['surrogate']} | {r['seed']} | {r['rows']} | "
                          f"{_names(r['answer'])} | {_names(r['truth'])} | {str(r['stop'])[:120]} |")
+    return "\n".join(lines)
+
+
+def coverage_summary(records: list[dict[str, Any]]) -> str:
+    """How often the surrogates' 95% intervals held the grid's rows of the configurations the searches left
+    unmeasured (at each search's stop, pooled per grid, surrogate and metric): what the stop's probabilities rest
+    on. Calibrated intervals hold 95% of the rows and miss 2.5% beyond the better end."""
+    pooled: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for r in records:
+        for col, (inside, rows, better) in r.get("coverage", {}).items():
+            c = pooled[(r["grid"], r["surrogate"], col)]
+            c[0] += inside
+            c[1] += rows
+            c[2] += better
+            c[3] += 1
+    if not pooled:
+        return ""
+    lines = ["95% intervals of the configurations left unmeasured at the stop, against the grid's rows of them "
+             "(pooled over searches; calibrated: 95% inside, 2.5% beyond the better end):", "",
+             "| grid | surrogate | metric | searches | rows | inside the 95% interval | beyond the better end |",
+             "| --- | --- | --- | ---: | ---: | --- | --- |"]
+    for (grid, surrogate, col), (inside, rows, better, n) in sorted(pooled.items()):
+        if rows:
+            lines.append(f"| {grid} | {surrogate} | {col} | {n} | {rows} | {inside / rows:.1%} | {better / rows:.1%} |")
     return "\n".join(lines)
 
 

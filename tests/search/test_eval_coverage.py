@@ -1,0 +1,73 @@
+"""benchmarks/search_eval.py scores the surrogates' 95% intervals on the configurations a search leaves unmeasured
+(docs/results/search/README.md, "How far the surrogates' intervals can be trusted"). Proved on planted values: the
+search never reads an unmeasured configuration's rows, so moving them far beyond every interval leaves its decisions
+as they were while the score must go to 0% inside, and to 100% beyond the better end only when moved to the better
+side."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from search_landscape import replay as landscape_replay
+
+from edgebench.answer.best import Limits
+from edgebench.answer.candidates import load_source
+from edgebench.search.decide import EXPLORE_MIN_PROB
+from edgebench.search.goal import Goal
+
+pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
+
+ROOT = Path(__file__).resolve().parents[2]
+GRID = ROOT / "docs" / "results" / "h200" / "ortgrid-results.csv"
+GOAL = Goal("best", "throughput", Limits(slo_ms=4.0, percentile="p90"))
+
+
+def search_eval() -> Any:
+    spec = importlib.util.spec_from_file_location("_search_eval", ROOT / "benchmarks" / "search_eval.py")
+    assert spec and spec.loader
+    module = sys.modules.setdefault("_search_eval", importlib.util.module_from_spec(spec))
+    if not hasattr(module, "points_of"):
+        spec.loader.exec_module(module)  # registered first: its dataclasses look their module up
+    return module
+
+
+def scored(se: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    points, grid = se.points_of(rows)
+    point_of = {h: p.key for p in points for h in p.hashes}
+    live = [r for r in rows if r.get("status") != "skipped"]
+    full = se.grid_answer(GOAL, live, point_of)
+    return se.replay(points, grid, GOAL, 0, "gp", sum(p.planned_rows for p in points), EXPLORE_MIN_PROB, full)
+
+
+def test_interval_coverage_counts_the_unmeasured_rows_and_which_side_they_miss_on():
+    se = search_eval()
+    rows = list(load_source(str(GRID)).rows)
+    points, grid = se.points_of(rows)
+    _final, _picks, measured = landscape_replay(points, grid.__getitem__, GOAL, seed=0, surrogate="gp")
+    left = {h for p in points if not set(p.hashes) & set(measured) for h in p.hashes}
+    ok_left = [h for h in left if grid[h].get("status") == "ok" and grid[h].get("throughput_ips") is not None]
+    assert len(ok_left) >= 5, "the search should leave most of the grid unmeasured"
+
+    as_measured = scored(se, rows)
+    inside, total, better = as_measured["coverage"]["throughput_ips"]
+    assert total == len(ok_left) and 0 <= better <= total - inside
+
+    def planted(factor: float) -> list[dict[str, Any]]:
+        return [{**r, "throughput_ips": float(r["throughput_ips"]) * factor} if str(r.get("config_hash")) in ok_left
+                else r for r in rows]
+
+    up = scored(se, planted(100.0))  # throughput is higher-is-better: far beyond the better end
+    down = scored(se, planted(0.01))
+    assert up["rows"] == down["rows"] == as_measured["rows"]  # the planted rows are never read
+    assert up["coverage"]["throughput_ips"] == [0, len(ok_left), len(ok_left)]
+    assert down["coverage"]["throughput_ips"] == [0, len(ok_left), 0]
+
+    text = se.coverage_summary([{**r, "grid": "h200-ort", "surrogate": "gp"} for r in (as_measured, up)])
+    line = next(ln for ln in text.splitlines() if "| throughput_ips |" in ln)
+    pooled_inside = inside / (2 * len(ok_left))
+    pooled_better = (better + len(ok_left)) / (2 * len(ok_left))
+    assert f"| 2 | {2 * len(ok_left)} | {pooled_inside:.1%} | {pooled_better:.1%} |" in line, line
