@@ -25,6 +25,9 @@ INTERNAL_USERS = {
     # replays the adaptive search's decisions (edgebench.search.decide, what `bench --search` runs) over full grids
     # measured through the CLI: it evaluates the algorithm on recorded rows, it measures nothing itself
     "search_eval.py",
+    # fits the search's surrogates (edgebench.search.surrogate) on random shares of grids measured through the CLI and
+    # scores their intervals on the rest: it tests a statistical model, it measures nothing itself
+    "surrogate_coverage.py",
     # replays recorded rows' per-inference timestamps (edgebench.results' readers) through the stability rule the CLI
     # ships (edgebench.runner.metrics), old rule against new: it reads run folders, it measures nothing
     "stability_replay.py",

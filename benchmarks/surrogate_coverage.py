@@ -1,0 +1,104 @@
+"""How often the search's surrogates' 95% intervals hold what they predict, with no search in the way: fit a
+surrogate (edgebench.search.surrogate.fit, what `bench --search` fits) on a random share of a stored grid's
+configurations (every usable row of each), predict the rest, and count the held-out rows inside the interval it
+gives for one new row (mean +- 1.96 sd, in the modelled space), beyond the end that is better for an answer, and
+the 95th percentile of |z| (what 1.96 would have to be for 95% coverage here).
+
+The search's own evaluation (search_eval.py, coverage_summary) scores the configurations a search left
+unmeasured, a set the search selected; random training sets have no such bias, so this is the calibration test.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/surrogate_coverage.py --out docs/results/search/coverage/surrogate.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from search_eval import GRIDS, _grid
+
+from edgebench.search.space import Encoder, SearchPoint
+from edgebench.search.surrogate import fit, transform
+
+METRICS = ("throughput_ips", "latency_ms_p90", "power_w_mean", "energy_per_inference_mj")
+HIGHER_IS_BETTER = ("throughput_ips",)
+Z95 = 1.959964
+
+
+def usable(p: SearchPoint, grid: dict[str, dict[str, Any]], col: str) -> list[float]:
+    return [float(grid[h][col]) for h in p.hashes if grid[h].get("status") == "ok" and grid[h].get(col) is not None]
+
+
+def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str, kind: str, share: float,
+            trials: int) -> list[tuple[float, float]]:
+    """(z, the row's modelled value) of every held-out usable row over `trials` random training sets."""
+    enc = Encoder(points)
+    out: list[tuple[float, float]] = []
+    for trial in range(trials):
+        train = random.Random(trial).sample(points, max(4, round(share * len(points))))
+        xs, ys = [], []
+        for p in train:
+            for v in usable(p, grid, col):
+                xs.append(p)
+                ys.append(v)
+        fitted = fit(col, kind, enc, xs, ys, trial)
+        if fitted is None:
+            continue
+        test = [p for p in points if p not in train]
+        mus, sds = fitted.predict(test)
+        for p, mu, sd in zip(test, mus, sds):
+            for v in usable(p, grid, col):
+                t = transform(col, v)
+                if t is not None:
+                    out.append(((t - mu) / sd, t))
+    return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--grids", default=",".join(GRIDS))
+    ap.add_argument("--surrogates", default="gp")
+    ap.add_argument("--shares", default="0.2,0.35", help="shares of the grid's configurations to train on")
+    ap.add_argument("--trials", type=int, default=12, help="random training sets per grid, share and metric")
+    ap.add_argument("--out", help="write the table here (markdown)")
+    args = ap.parse_args(argv)
+    try:  # tiny matrices: BLAS threads only fight over the cores
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:  # pragma: no cover - scikit-learn brings it
+        pass
+    lines = ["| grid | surrogate | trained on | metric | held-out rows | inside the 95% interval | beyond the better end "
+             "| 95th percentile of abs(z) (1.96 if calibrated) |", "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |"]
+    for name in args.grids.split(","):
+        points, grid, _rows = _grid(GRIDS[name])
+        for kind in args.surrogates.split(","):
+            for share in (float(s) for s in args.shares.split(",")):
+                for col in METRICS:
+                    zs = [z for z, _t in zscores(points, grid, col, kind, share, args.trials)]
+                    if not zs:
+                        continue
+                    inside = sum(abs(z) <= Z95 for z in zs) / len(zs)
+                    better = sum((z > Z95) if col in HIGHER_IS_BETTER else (z < -Z95) for z in zs) / len(zs)
+                    lines.append(f"| {name} | {kind} | {share:.0%} | {col} | {len(zs)} | {inside:.1%} | {better:.1%} | "
+                                 f"{quantile([abs(z) for z in zs], 0.95):.2f} |")
+                    print(lines[-1], flush=True)
+    command = " ".join(["PYTHONPATH=$PWD .venv/bin/python benchmarks/surrogate_coverage.py", *(argv or sys.argv[1:])])
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(f"# The surrogates' 95% intervals on held-out configurations\n\n`{command}`\n\n"
+                                  + "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
