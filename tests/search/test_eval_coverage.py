@@ -2,7 +2,8 @@
 (docs/results/search/README.md, "How far the surrogates' intervals can be trusted"). Proved on planted values: the
 search never reads an unmeasured configuration's rows, so moving them far beyond every interval leaves its decisions
 as they were while the score must go to 0% inside, and to 100% beyond the better end only when moved to the better
-side."""
+side, and to 100% inside when moved to the predicted medians. Both directions: throughput (higher is better) and
+the p90 latency (lower)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn
 ROOT = Path(__file__).resolve().parents[2]
 GRID = ROOT / "docs" / "results" / "h200" / "ortgrid-results.csv"
 GOAL = Goal("best", "throughput", Limits(slo_ms=4.0, percentile="p90"))
+LATENCY = "latency_ms_p90"
 
 
 def search_eval() -> Any:
@@ -47,7 +49,7 @@ def test_interval_coverage_counts_the_unmeasured_rows_and_which_side_they_miss_o
     se = search_eval()
     rows = list(load_source(str(GRID)).rows)
     points, grid = se.points_of(rows)
-    _final, _picks, measured = landscape_replay(points, grid.__getitem__, GOAL, seed=0, surrogate="gp")
+    final, _picks, measured = landscape_replay(points, grid.__getitem__, GOAL, seed=0, surrogate="gp")
     left = {h for p in points if not set(p.hashes) & set(measured) for h in p.hashes}
     ok_left = [h for h in left if grid[h].get("status") == "ok" and grid[h].get("throughput_ips") is not None]
     assert len(ok_left) >= 5, "the search should leave most of the grid unmeasured"
@@ -56,15 +58,26 @@ def test_interval_coverage_counts_the_unmeasured_rows_and_which_side_they_miss_o
     inside, total, better = as_measured["coverage"]["throughput_ips"]
     assert total == len(ok_left) and 0 <= better <= total - inside
 
-    def planted(factor: float) -> list[dict[str, Any]]:
-        return [{**r, "throughput_ips": float(r["throughput_ips"]) * factor} if str(r.get("config_hash")) in ok_left
+    def planted(col: str, factor: float) -> list[dict[str, Any]]:
+        return [{**r, col: float(r[col]) * factor} if str(r.get("config_hash")) in ok_left and r.get(col) is not None
                 else r for r in rows]
 
-    up = scored(se, planted(100.0))  # throughput is higher-is-better: far beyond the better end
-    down = scored(se, planted(0.01))
+    up = scored(se, planted("throughput_ips", 100.0))  # higher is better: far beyond the better end
+    down = scored(se, planted("throughput_ips", 0.01))
     assert up["rows"] == down["rows"] == as_measured["rows"]  # the planted rows are never read
     assert up["coverage"]["throughput_ips"] == [0, len(ok_left), len(ok_left)]
     assert down["coverage"]["throughput_ips"] == [0, len(ok_left), 0]
+    # latency is lower-is-better: the better end is the low one
+    slow, quick = scored(se, planted(LATENCY, 100.0)), scored(se, planted(LATENCY, 0.01))
+    n_latency = slow["coverage"][LATENCY][1]
+    assert n_latency >= 5
+    assert slow["coverage"][LATENCY] == [0, n_latency, 0] and quick["coverage"][LATENCY] == [0, n_latency, n_latency]
+    # every unmeasured row at its configuration's predicted median: all inside
+    mean = {pred.key: pred.metrics["throughput_ips"][0] for pred in final.predictions if pred.state == "predicted"}
+    by_hash = {h: p.key for p in points for h in p.hashes}
+    centred = [{**r, "throughput_ips": mean[by_hash[str(r["config_hash"])]]} if str(r.get("config_hash")) in ok_left
+               else r for r in rows]
+    assert scored(se, centred)["coverage"]["throughput_ips"] == [len(ok_left), len(ok_left), 0]
 
     text = se.coverage_summary([{**r, "grid": "h200-ort", "surrogate": "gp"} for r in (as_measured, up)])
     line = next(ln for ln in text.splitlines() if "| throughput_ips |" in ln)

@@ -1,0 +1,68 @@
+"""benchmarks/surrogate_coverage.py, the check of the search's surrogates' 95% intervals on held-out
+configurations, proved on known distributions before its numbers are read (docs/results/search/coverage): data
+drawn from a model the surrogate can express, with Gaussian noise, must come out near 95% inside and |z| near 1.96
+at its 95th percentile; the same data with a few configurations moved off the model (a cliff) must not."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgebench.search.space import SearchPoint, make_point
+
+pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
+
+ROOT = Path(__file__).resolve().parents[2]
+NOISE_LOG = 0.05
+
+
+def coverage_module() -> Any:
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # it imports search_eval, as run from the repository root
+    spec = importlib.util.spec_from_file_location("_surrogate_coverage", ROOT / "benchmarks" / "surrogate_coverage.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def log_linear_grid(cliff: set[tuple[str, int, int]] = frozenset()) -> tuple[list[SearchPoint], dict[str, dict]]:
+    """2 precisions x b1..64 x 1/2/4 instances, 3 repeats: log throughput linear-quadratic in log2 batch, linear in
+    log2 instances, shifted by precision, plus N(0, NOISE_LOG); configurations in `cliff` at a third of that."""
+    rng = random.Random(7)
+    points, grid = [], {}
+    for precision in ("fp32", "fp16"):
+        for batch in (1, 2, 4, 8, 16, 32, 64):
+            for instances in (1, 2, 4):
+                lb, li = math.log2(batch), math.log2(instances)
+                mean = 6.0 + 0.7 * lb - 0.05 * lb * lb + 0.3 * li + (0.4 if precision == "fp16" else 0.0)
+                if (precision, batch, instances) in cliff:
+                    mean -= math.log(3.0)
+                fields = {"model": "m", "backend": "ort", "precision": precision, "batch": batch,
+                          "instances": instances, "placement": "cpu"}
+                hashes = [f"{precision}-{batch}-{instances}-{r}" for r in range(3)]
+                for h in hashes:
+                    grid[h] = {**fields, "config_hash": h, "status": "ok",
+                               "throughput_ips": math.exp(mean + rng.gauss(0.0, NOISE_LOG))}
+                points.append(make_point(fields, hashes))
+    return points, grid
+
+
+def scores(module: Any, points: list[SearchPoint], grid: dict[str, dict]) -> tuple[float, float]:
+    zs = [z for z, _t in module.zscores(points, grid, "throughput_ips", "loglinear", 0.5, 8)]
+    inside = sum(abs(z) <= module.Z95 for z in zs) / len(zs)
+    return inside, module.quantile([abs(z) for z in zs], 0.95)
+
+
+def test_intervals_of_a_model_that_holds_cover_95_percent_and_a_cliff_breaks_them():
+    module = coverage_module()
+    inside, q95 = scores(module, *log_linear_grid())
+    assert 0.90 <= inside <= 0.99 and 1.5 <= q95 <= 2.6, (inside, q95)
+    cliff = {("fp16", 16, 2), ("fp16", 32, 2), ("fp32", 8, 4), ("fp32", 16, 1), ("fp16", 4, 1), ("fp32", 64, 2)}
+    broken_inside, broken_q95 = scores(module, *log_linear_grid(cliff))
+    assert broken_inside < inside - 0.04 and broken_q95 > 3.0, (broken_inside, broken_q95)
