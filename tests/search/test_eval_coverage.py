@@ -69,7 +69,8 @@ def test_interval_coverage_counts_the_unmeasured_rows_and_which_side_they_miss_o
     assert down["coverage"]["throughput_ips"] == [0, len(ok_left), 0]
     # latency is lower-is-better: the better end is the low one
     slow, quick = scored(se, planted(LATENCY, 100.0)), scored(se, planted(LATENCY, 0.01))
-    n_latency = slow["coverage"][LATENCY][1]
+    assert slow["rows"] == quick["rows"] == as_measured["rows"]
+    n_latency = sum(1 for h in ok_left if grid[h].get(LATENCY) is not None)
     assert n_latency >= 5
     assert slow["coverage"][LATENCY] == [0, n_latency, 0] and quick["coverage"][LATENCY] == [0, n_latency, n_latency]
     # every unmeasured row at its configuration's predicted median: all inside
