@@ -139,15 +139,20 @@ def front_settled(rows: list[dict[str, Any]], point_of: dict[str, str]) -> dict[
     return out
 
 
+def ok_values(point: SearchPoint, grid: dict[str, dict[str, Any]], col: str) -> list[float]:
+    """`col` of the configuration's usable rows in the grid (status ok, the column measured), in repeat order."""
+    return [float(grid[h][col]) for h in point.hashes if grid[h].get("status") == "ok" and grid[h].get(col) is not None]
+
+
 def objective_gap(goal: Goal, final: dict[str, tuple[str, ...]], truth: dict[str, tuple[str, ...]],
                   points: list[SearchPoint], grid: dict[str, dict[str, Any]]) -> float | None:
     """How much worse, by the full grid's own medians, the search's best is than the full grid's best (%, worst
     model; 0 when they are the same; None when either has no answer)."""
     col, higher = goal.objective_column()
-    rows_of = {p.key: [grid[h] for h in p.hashes] for p in points}
+    by_key = {p.key: p for p in points}
 
     def median_of(key: str) -> float | None:
-        vals = [float(r[col]) for r in rows_of[key] if r.get("status") == "ok" and r.get(col) is not None]
+        vals = ok_values(by_key[key], grid, col)
         return statistics.median(vals) if vals else None
 
     gaps = []
@@ -214,8 +219,7 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
             continue
         point = next(p for p in points if p.key == pred.key)
         for col, (mean, lo, hi) in pred.metrics.items():
-            actual = [float(grid[h][col]) for h in point.hashes
-                      if grid[h].get("status") == "ok" and grid[h].get(col) is not None]
+            actual = ok_values(point, grid, col)
             if actual and statistics.median(actual) != 0:
                 true = statistics.median(actual)
                 errors[col].append(abs(mean - true) / abs(true) * 100)

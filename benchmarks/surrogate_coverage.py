@@ -23,18 +23,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from search_eval import GRIDS, _grid
+from search_eval import GRIDS, HIGHER_IS_BETTER, _grid, ok_values
 
+from edgebench.search.decide import Z95
 from edgebench.search.space import Encoder, SearchPoint
 from edgebench.search.surrogate import fit, transform
 
 METRICS = ("throughput_ips", "latency_ms_p90", "power_w_mean", "energy_per_inference_mj")
-HIGHER_IS_BETTER = ("throughput_ips",)
-Z95 = 1.959964
-
-
-def usable(p: SearchPoint, grid: dict[str, dict[str, Any]], col: str) -> list[float]:
-    return [float(grid[h][col]) for h in p.hashes if grid[h].get("status") == "ok" and grid[h].get(col) is not None]
 
 
 def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str, kind: str, share: float,
@@ -46,7 +41,7 @@ def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str
         train = random.Random(trial).sample(points, max(4, round(share * len(points))))
         xs, ys = [], []
         for p in train:
-            for v in usable(p, grid, col):
+            for v in ok_values(p, grid, col):
                 xs.append(p)
                 ys.append(v)
         fitted = fit(col, kind, enc, xs, ys, trial)
@@ -55,7 +50,7 @@ def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str
         test = [p for p in points if p not in train]
         mus, sds = fitted.predict(test)
         for p, mu, sd in zip(test, mus, sds):
-            for v in usable(p, grid, col):
+            for v in ok_values(p, grid, col):
                 t = transform(col, v)
                 if t is not None:
                     out.append(((t - mu) / sd, t))
@@ -65,6 +60,13 @@ def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str
 def quantile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
+
+
+def summarize(zs: list[float], col: str) -> tuple[float, float, float]:
+    """(share inside the 95% interval, share beyond the end better for an answer, 95th percentile of |z|)."""
+    inside = sum(abs(z) <= Z95 for z in zs) / len(zs)
+    better = sum((z > Z95) if col in HIGHER_IS_BETTER else (z < -Z95) for z in zs) / len(zs)
+    return inside, better, quantile([abs(z) for z in zs], 0.95)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,10 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                     zs = [z for z, _t in zscores(points, grid, col, kind, share, args.trials)]
                     if not zs:
                         continue
-                    inside = sum(abs(z) <= Z95 for z in zs) / len(zs)
-                    better = sum((z > Z95) if col in HIGHER_IS_BETTER else (z < -Z95) for z in zs) / len(zs)
+                    inside, better, q95 = summarize(zs, col)
                     lines.append(f"| {name} | {kind} | {share:.0%} | {col} | {len(zs)} | {inside:.1%} | {better:.1%} | "
-                                 f"{quantile([abs(z) for z in zs], 0.95):.2f} |")
+                                 f"{q95:.2f} |")
                     print(lines[-1], flush=True)
     command = " ".join(["PYTHONPATH=$PWD .venv/bin/python benchmarks/surrogate_coverage.py", *(argv or sys.argv[1:])])
     if args.out:

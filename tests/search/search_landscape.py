@@ -10,7 +10,11 @@ binds and the throughput-latency front has several members.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from edgebench.answer.candidates import IDENTITY
@@ -23,6 +27,16 @@ BATCHES = (1, 2, 4, 8, 16)
 INSTANCES = (1, 2, 4)
 REPEATS = 2
 MODEL = "net"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """benchmarks/<name>.py imported as `name`, with benchmarks/ on the path as when the script runs (one benchmark
+    imports another, surrogate_coverage imports search_eval, and both get the one copy; appended, so it shadows
+    nothing)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.append(str(BENCHMARKS))
+    return importlib.import_module(name)
 
 
 def latency_ms(precision: str, batch: int, instances: int) -> float:

@@ -16,13 +16,11 @@ The stored-grid replays use the Gaussian process (the failures were its); each t
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from search_landscape import answer_keys, point_of, replay
+from search_landscape import answer_keys, benchmark_module, point_of, replay
 
 from edgebench.answer.best import Limits
 from edgebench.answer.candidates import IDENTITY, load_source
@@ -38,12 +36,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 def stored_grid(path: Path) -> tuple[list[SearchPoint], dict[str, dict[str, Any]]]:
     """A measured grid as the search sees its plan: benchmarks/search_eval.points_of itself (one point per
     configuration, its rows in repeat order; every row by config hash), so the test replays what the evaluation does."""
-    spec = importlib.util.spec_from_file_location("_search_eval", RESULTS.parents[1] / "benchmarks" / "search_eval.py")
-    assert spec and spec.loader
-    module = sys.modules.setdefault("_search_eval", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "points_of"):
-        spec.loader.exec_module(module)  # registered first: its dataclasses look their module up
-    return module.points_of(list(load_source(path).rows))
+    return benchmark_module("search_eval").points_of(list(load_source(path).rows))
 
 
 def labels(points: list[SearchPoint], keys) -> list[str]:

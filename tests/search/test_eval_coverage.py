@@ -7,12 +7,11 @@ the p90 latency (lower)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from search_landscape import benchmark_module
 from search_landscape import replay as landscape_replay
 
 from edgebench.answer.best import Limits
@@ -28,15 +27,6 @@ GOAL = Goal("best", "throughput", Limits(slo_ms=4.0, percentile="p90"))
 LATENCY = "latency_ms_p90"
 
 
-def search_eval() -> Any:
-    spec = importlib.util.spec_from_file_location("_search_eval", ROOT / "benchmarks" / "search_eval.py")
-    assert spec and spec.loader
-    module = sys.modules.setdefault("_search_eval", importlib.util.module_from_spec(spec))
-    if not hasattr(module, "points_of"):
-        spec.loader.exec_module(module)  # registered first: its dataclasses look their module up
-    return module
-
-
 def scored(se: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
     points, grid = se.points_of(rows)
     point_of = {h: p.key for p in points for h in p.hashes}
@@ -46,7 +36,7 @@ def scored(se: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_interval_coverage_counts_the_unmeasured_rows_and_which_side_they_miss_on():
-    se = search_eval()
+    se = benchmark_module("search_eval")
     rows = list(load_source(str(GRID)).rows)
     points, grid = se.points_of(rows)
     final, _picks, measured = landscape_replay(points, grid.__getitem__, GOAL, seed=0, surrogate="gp")
