@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=12, help="random training sets per grid, share and metric")
     ap.add_argument("--out", help="write the table here (markdown)")
     args = ap.parse_args(argv)
+    unknown = [n for n in args.grids.split(",") if n not in GRIDS]
+    if unknown:
+        ap.error(f"--grids: no stored grid {', '.join(map(repr, unknown))} (one of {', '.join(GRIDS)})")
     try:  # tiny matrices: BLAS threads only fight over the cores
         from threadpoolctl import threadpool_limits
 

@@ -58,3 +58,13 @@ def test_intervals_of_a_model_that_holds_cover_95_percent_and_a_cliff_breaks_the
     cliff = {("fp16", 16, 2), ("fp16", 32, 2), ("fp32", 8, 4), ("fp32", 16, 1), ("fp16", 4, 1), ("fp32", 64, 2)}
     broken_inside, broken_q95 = scores(module, kind, *log_linear_grid(cliff))
     assert broken_inside < inside - 0.04 and broken_q95 > 3.0, (broken_inside, broken_q95)
+
+
+def test_an_unknown_grid_is_one_line_naming_it(capsys):
+    module = benchmark_module("surrogate_coverage")
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--grids", "h200-ort,no-such-grid"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith("error: --grids: no stored grid 'no-such-grid' (one of h100-torch, h200-ort, h200-instances, "
+                        "cpu-small_cnn)"), err
