@@ -13,6 +13,14 @@ MIN_SD_LOG (run-to-run noise of a row is a few percent: a model never claims to 
 least LOO_FLOOR x the root mean square of its leave-one-out misses on its own rows (a rough grid is not claimed to
 be smooth where it has not been measured). `Fitted.collapsed` says when a gp's own hyperparameters show it cannot
 tell configurations apart (search.decide then does not trust it).
+
+The spread of a configuration the model was not fitted on is then widened by its cross-validated miss (`cv_scale`):
+the measured configurations split into CV_FOLDS folds, the model refitted (hyperparameters and all) without each
+fold, and the fold's rows scored against the intervals that refit gives them; the root mean square of those
+standardized misses, when above 1, multiplies the spread. A fit's own likelihood makes it confident where it has
+not been tested: on the stored grids the default gp's "95%" intervals held 63-93% of held-out rows before this
+(docs/results/search/coverage/surrogate.md), and a leave-one-out with the hyperparameters kept fixed, or with a
+configuration's repeats left in, says nothing of it (its misses come out near 1 sd).
 """
 
 from __future__ import annotations
@@ -34,6 +42,10 @@ NOISE_SHARE_MAX = 0.5  # gp: a fit whose white-noise term takes more of the vari
 # one batch) those misses are large, and so are the intervals of what it has not seen
 LOO_FLOOR = 0.5
 MIN_SD_LOG = 0.03  # ~3% of the value
+CV_FOLDS = 5  # folds of the cross-validation that widens the spread of configurations not measured
+# the cross-validation refits on at most this many rows (a seeded draw of whole configurations): its cost grows as
+# rows^3, and a refit on fewer rows misses more, so the widening only errs wide
+CV_MAX_ROWS = 150
 MIN_SD_LINEAR = 0.05  # percentage points, for the accuracy drop
 LINEAR_METRICS = ("accuracy_drop_pct",)
 
@@ -67,6 +79,9 @@ class Fitted:
     # the predictive spread is never below this either (modelled units; 0: MIN_SD_* alone): gp, LOO_FLOOR x the
     # root mean square of its leave-one-out residuals
     sd_floor: float = 0.0
+    # the spread of a configuration not in `trained` is multiplied by this (>= 1; cv_scale)
+    sd_scale: float = 1.0
+    trained: frozenset[str] = frozenset()  # keys of the configurations the model was fitted on
 
     def predict(self, points: Sequence[SearchPoint]) -> tuple[list[float], list[float]]:
         import numpy as np
@@ -77,7 +92,8 @@ class Fitted:
             mu, sd = self.model.predict(X, return_std=True)  # type: ignore[attr-defined]
         floor = MIN_SD_LINEAR if self.metric in LINEAR_METRICS else MIN_SD_LOG
         floor = max(floor, self.sd_floor)
-        return [float(m) for m in mu], [max(float(s), floor) for s in sd]
+        scales = [1.0 if p.key in self.trained else self.sd_scale for p in points]
+        return [float(m) for m in mu], [max(float(s) * k, floor) for s, k in zip(sd, scales)]
 
     def collapsed(self, varying: Sequence[int], names: Sequence[str]) -> str | None:
         """Why the fitted model cannot tell configurations apart, from its own hyperparameters (gp only): the
@@ -116,36 +132,81 @@ def _features(kind: str, enc: Encoder, p: SearchPoint) -> list[float]:
 
 
 def fit(metric: str, kind: str, encoder: Encoder, points: Sequence[SearchPoint], values: Sequence[float],
-        seed: int = 0) -> Fitted | None:
+        seed: int = 0, calibrate: bool = True) -> Fitted | None:
     """The model of `metric` from one (point, value) per usable row (repeats are separate observations); None with
-    fewer than 2 values that can be modelled."""
+    fewer than 2 values that can be modelled. `calibrate`: widen the spread of unmeasured configurations by the
+    cross-validated miss (cv_scale); off only to measure what it changes (benchmarks/surrogate_coverage.py)."""
     import numpy as np
 
+    if kind not in SURROGATES:
+        raise EdgebenchError(f"search.surrogate: unknown {kind!r} (one of {', '.join(SURROGATES)})")
     pairs = [(p, t) for p, v in zip(points, values) if (t := transform(metric, float(v))) is not None]
     if len(pairs) < 2:
         return None
     X = np.array([_features(kind, encoder, p) for p, _ in pairs], dtype=float)
     y = np.array([t for _, t in pairs], dtype=float)
+    keys = [p.key for p, _ in pairs]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence notes of the optimiser at a bound: expected with few points
-        if kind == "gp":
-            from sklearn.gaussian_process import GaussianProcessRegressor
-            from sklearn.gaussian_process.kernels import RBF, WhiteKernel
-            from sklearn.gaussian_process.kernels import ConstantKernel as C
+        model = _model(kind, X.shape[1], seed).fit(X, y)  # type: ignore[attr-defined]
+        sd_floor = LOO_FLOOR * _loo_rms(model, X) if kind == "gp" else 0.0
+        floor = MIN_SD_LINEAR if metric in LINEAR_METRICS else MIN_SD_LOG
+        sd_scale = cv_scale(kind, X, y, keys, seed, floor) if calibrate else 1.0
+    return Fitted(metric, kind, encoder, model, len(pairs), sd_floor, sd_scale, frozenset(keys))
 
-            kernel = (C(1.0, (1e-3, 1e3)) * RBF(np.ones(X.shape[1]), LENGTH_SCALE_BOUNDS)
-                      + WhiteKernel(1e-3, (1e-6, 1.0)))
-            model: object = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=0,
-                                                     random_state=seed).fit(X, y)
-            sd_floor = LOO_FLOOR * _loo_rms(model, X)
-        elif kind == "loglinear":
-            from sklearn.linear_model import BayesianRidge
 
-            model = BayesianRidge().fit(X, y)
-            sd_floor = 0.0
-        else:
-            raise EdgebenchError(f"search.surrogate: unknown {kind!r} (one of {', '.join(SURROGATES)})")
-    return Fitted(metric, kind, encoder, model, len(pairs), sd_floor)
+def _model(kind: str, dims: int, seed: int) -> object:
+    """An unfitted model of `kind` over `dims` features."""
+    if kind == "gp":
+        import numpy as np
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+        from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+        kernel = C(1.0, (1e-3, 1e3)) * RBF(np.ones(dims), LENGTH_SCALE_BOUNDS) + WhiteKernel(1e-3, (1e-6, 1.0))
+        return GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=0, random_state=seed)
+    from sklearn.linear_model import BayesianRidge
+
+    return BayesianRidge()
+
+
+def cv_scale(kind: str, X: object, y: object, keys: Sequence[str], seed: int = 0, floor: float = MIN_SD_LOG) -> float:
+    """max(1, root mean square of the cross-validated standardized misses): the configurations (`keys`, one per
+    row; a configuration's repeats stay together) dealt into CV_FOLDS folds in a seeded order, the model refitted
+    on the others for each fold, and each of the fold's rows taken as (value - predicted mean) / predicted spread.
+    1 with fewer than 3 configurations (nothing to hold out and still fit). Above CV_MAX_ROWS rows, the folds are
+    drawn from a seeded subset of whole configurations of at most that many rows. `floor`: the least spread a
+    prediction is given (predict's MIN_SD_*)."""
+    import random
+
+    import numpy as np
+
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    configs = sorted(set(keys))
+    if len(configs) < 3:
+        return 1.0
+    rng = random.Random(seed)
+    rng.shuffle(configs)
+    rows_of: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        rows_of.setdefault(k, []).append(i)
+    kept: list[str] = []
+    total = 0
+    for c in configs:
+        if total + len(rows_of[c]) > CV_MAX_ROWS and len(kept) >= 3:
+            continue
+        kept.append(c)
+        total += len(rows_of[c])
+    zs: list[float] = []
+    for f in range(min(CV_FOLDS, len(kept))):
+        held = [i for c in kept[f::CV_FOLDS] for i in rows_of[c]]
+        train = [i for c in kept if c not in kept[f::CV_FOLDS] for i in rows_of[c]]
+        if len(train) < 2:
+            continue
+        model = _model(kind, X.shape[1], seed).fit(X[train], y[train])  # type: ignore[attr-defined]
+        mu, sd = model.predict(X[held], return_std=True)  # type: ignore[attr-defined]
+        zs += list((y[held] - mu) / np.maximum(sd, floor))
+    return max(1.0, float(np.sqrt(np.mean(np.square(zs))))) if zs else 1.0
 
 
 def _kernel_parts(kernel: object) -> tuple[float, object, float]:
