@@ -1,6 +1,6 @@
 """Totals of a tried change's replays against the same searches of the shipped search (records of
 benchmarks/search_eval.py): per goal set and grid, (searches, answer = truth, exact, median share of rows, rows in
-all). `after` is an eval.json or a records.jsonl (one record a line); `before` defaults to ../eval.json.
+all). `after` is an eval.json or a records.jsonl (one record a line); `before` defaults to ../uncalibrated/eval.json (the search these changes were tried on, commit 743d627).
 
     python3 docs/results/search/tried-2026-11-29/compare.py docs/results/search/tried-2026-11-29/joint-p-any/eval.json
 """
@@ -25,7 +25,7 @@ def totals(rs: list[dict]) -> str:
 
 def main() -> None:
     after = load(sys.argv[1])
-    before_path = sys.argv[2] if len(sys.argv) > 2 else str(Path(__file__).resolve().parent.parent / "eval.json")
+    before_path = sys.argv[2] if len(sys.argv) > 2 else str(Path(__file__).resolve().parent.parent / "uncalibrated" / "eval.json")
     key = lambda r: (r["grid"], r["goal"], r["seed"], r["goal_set"], r["surrogate"])  # noqa: E731
     before = {key(r): r for r in load(before_path)}
     for goal_set in ("fixed", "drawn"):
