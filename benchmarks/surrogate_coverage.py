@@ -5,7 +5,7 @@ search mostly has one repeat of a configuration), predict the rest, and count th
 it gives for one new row (mean +- 1.96 sd, in the modelled space), beyond the end that is better for an answer, and
 the 95th percentile of |z| (what 1.96 would have to be for 95% coverage here). Rows are counted once per draw
 they are held out in (the draws overlap), so the counts are not independent and no interval is given. Each cell
-is scored twice: the fit alone (`fit(..., calibrate=False)`), and with the spread of unmeasured configurations
+is scored twice: the fit alone (`fit(..., widen=False)`), and with the spread of unmeasured configurations
 widened by the fit's cross-validated miss (surrogate.cv_scale), as the search uses it.
 
 The search's own evaluation (search_eval.py, coverage_summary) scores the configurations a search left
@@ -61,17 +61,17 @@ def log_linear_grid(cliff: frozenset[tuple[str, int, int]] = frozenset()
     return points, grid
 
 
-def known_scores(kind: str, cliff: bool, calibrate: bool) -> tuple[float, float]:
+def known_scores(kind: str, cliff: bool, widen: bool) -> tuple[float, float]:
     """(share inside, 95th percentile of |z|) on the known grid: half its configurations trained on, 8 draws."""
     points, grid = log_linear_grid(CLIFF if cliff else frozenset())
-    zs = [z for z, _t in zscores(points, grid, "throughput_ips", kind, 0.5, 8, calibrate)]
+    zs = [z for z, _t in zscores(points, grid, "throughput_ips", kind, 0.5, 8, widen)]
     inside, _better, q95 = summarize(zs, "throughput_ips")
     return inside, q95
 
 
 def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str, kind: str, share: float,
-            trials: int, calibrate: bool = True) -> list[tuple[float, float]]:
-    """(z, the row's modelled value) of every held-out usable row over `trials` random training sets; `calibrate`:
+            trials: int, widen: bool = True) -> list[tuple[float, float]]:
+    """(z, the row's modelled value) of every held-out usable row over `trials` random training sets; `widen`:
     the spread widened by the fit's cross-validated miss, as the search fits it (False: the fit alone)."""
     enc = Encoder(points)
     out: list[tuple[float, float]] = []
@@ -82,7 +82,7 @@ def zscores(points: list[SearchPoint], grid: dict[str, dict[str, Any]], col: str
             for v in ok_values(p, grid, col):
                 xs.append(p)
                 ys.append(v)
-        fitted = fit(col, kind, enc, xs, ys, trial, calibrate)
+        fitted = fit(col, kind, enc, xs, ys, trial, widen)
         if fitted is None:
             continue
         test = [p for p in points if p not in train]
@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover - scikit-learn brings it
         pass
     if args.known:
-        print("| surrogate | grid | inside: fit alone -> widened | 95th percentile of abs(z): fit alone -> widened |")
+        print("| surrogate | grid | inside: fit alone -> widened | 95th percentile of abs(z): fit alone -> widened |\n"
+              "| --- | --- | ---: | ---: |")
         for kind in args.surrogates.split(","):
             for cliff in (False, True):
                 (in0, q0), (in1, q1) = (known_scores(kind, cliff, c) for c in (False, True))
@@ -143,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             for share in (float(s) for s in args.shares.split(",")):
                 for col in METRICS:
                     cells = []
-                    for calibrate in (False, True):
-                        zs = [z for z, _t in zscores(points, grid, col, kind, share, args.trials, calibrate)]
+                    for widen in (False, True):
+                        zs = [z for z, _t in zscores(points, grid, col, kind, share, args.trials, widen)]
                         if zs:
                             cells.append((len(zs), *summarize(zs, col)))
                     if len(cells) < 2:

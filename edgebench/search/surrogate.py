@@ -44,7 +44,7 @@ LOO_FLOOR = 0.5
 MIN_SD_LOG = 0.03  # ~3% of the value
 CV_FOLDS = 5  # folds of the cross-validation that widens the spread of configurations not measured
 # the cross-validation refits on at most this many rows (a seeded draw of whole configurations): its cost grows as
-# rows^3, and a refit on fewer rows misses more, so the widening only errs wide
+# rows^3, and a refit on fewer rows tends to miss more, so the widening tends to err wide
 CV_MAX_ROWS = 150
 MIN_SD_LINEAR = 0.05  # percentage points, for the accuracy drop
 LINEAR_METRICS = ("accuracy_drop_pct",)
@@ -132,9 +132,9 @@ def _features(kind: str, enc: Encoder, p: SearchPoint) -> list[float]:
 
 
 def fit(metric: str, kind: str, encoder: Encoder, points: Sequence[SearchPoint], values: Sequence[float],
-        seed: int = 0, calibrate: bool = True) -> Fitted | None:
+        seed: int = 0, widen: bool = True) -> Fitted | None:
     """The model of `metric` from one (point, value) per usable row (repeats are separate observations); None with
-    fewer than 2 values that can be modelled. `calibrate`: widen the spread of unmeasured configurations by the
+    fewer than 2 values that can be modelled. `widen`: widen the spread of unmeasured configurations by the
     cross-validated miss (cv_scale); off only to measure what it changes (benchmarks/surrogate_coverage.py)."""
     import numpy as np
 
@@ -151,7 +151,7 @@ def fit(metric: str, kind: str, encoder: Encoder, points: Sequence[SearchPoint],
         model = _model(kind, X.shape[1], seed).fit(X, y)  # type: ignore[attr-defined]
         sd_floor = LOO_FLOOR * _loo_rms(model, X) if kind == "gp" else 0.0
         floor = MIN_SD_LINEAR if metric in LINEAR_METRICS else MIN_SD_LOG
-        sd_scale = cv_scale(kind, X, y, keys, seed, floor) if calibrate else 1.0
+        sd_scale = cv_scale(kind, X, y, keys, seed, floor) if widen else 1.0
     return Fitted(metric, kind, encoder, model, len(pairs), sd_floor, sd_scale, frozenset(keys))
 
 
@@ -174,9 +174,13 @@ def cv_scale(kind: str, X: object, y: object, keys: Sequence[str], seed: int = 0
     """max(1, root mean square of the cross-validated standardized misses): the configurations (`keys`, one per
     row; a configuration's repeats stay together) dealt into CV_FOLDS folds in a seeded order, the model refitted
     on the others for each fold, and each of the fold's rows taken as (value - predicted mean) / predicted spread.
-    1 with fewer than 3 configurations (nothing to hold out and still fit). Above CV_MAX_ROWS rows, the folds are
-    drawn from a seeded subset of whole configurations of at most that many rows. `floor`: the least spread a
-    prediction is given (predict's MIN_SD_*)."""
+    1 with fewer than 3 configurations (nothing to hold out and still fit). With more than CV_MAX_ROWS rows, the
+    folds are dealt from a seeded subset of whole configurations holding at most that many rows (the first three
+    drawn are always kept, so only three configurations of more than CV_MAX_ROWS / 3 rows each can exceed it; a
+    configuration too large for what is left is passed over, so the subset leans to configurations with fewer
+    repeats). With few configurations the scale rests on few misses: one cliff among them widens every unmeasured
+    configuration's spread, as it should until more are measured. The folds are dealt again at every fit, so the
+    scale moves from one search step to the next. `floor`: the least spread a prediction is given (MIN_SD_*)."""
     import random
 
     import numpy as np
@@ -185,28 +189,26 @@ def cv_scale(kind: str, X: object, y: object, keys: Sequence[str], seed: int = 0
     configs = sorted(set(keys))
     if len(configs) < 3:
         return 1.0
-    rng = random.Random(seed)
-    rng.shuffle(configs)
+    random.Random(seed).shuffle(configs)
     rows_of: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         rows_of.setdefault(k, []).append(i)
     kept: list[str] = []
     total = 0
     for c in configs:
-        if total + len(rows_of[c]) > CV_MAX_ROWS and len(kept) >= 3:
+        if len(kept) >= 3 and total + len(rows_of[c]) > CV_MAX_ROWS:
             continue
         kept.append(c)
         total += len(rows_of[c])
     zs: list[float] = []
-    for f in range(min(CV_FOLDS, len(kept))):
+    for f in range(min(CV_FOLDS, len(kept))):  # every fold holds out >= 1 configuration and trains on >= 2
+        out = set(kept[f::CV_FOLDS])
         held = [i for c in kept[f::CV_FOLDS] for i in rows_of[c]]
-        train = [i for c in kept if c not in kept[f::CV_FOLDS] for i in rows_of[c]]
-        if len(train) < 2:
-            continue
+        train = [i for c in kept if c not in out for i in rows_of[c]]
         model = _model(kind, X.shape[1], seed).fit(X[train], y[train])  # type: ignore[attr-defined]
         mu, sd = model.predict(X[held], return_std=True)  # type: ignore[attr-defined]
         zs += list((y[held] - mu) / np.maximum(sd, floor))
-    return max(1.0, float(np.sqrt(np.mean(np.square(zs))))) if zs else 1.0
+    return max(1.0, float(np.sqrt(np.mean(np.square(zs)))))
 
 
 def _kernel_parts(kernel: object) -> tuple[float, object, float]:

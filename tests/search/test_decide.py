@@ -290,3 +290,30 @@ def test_the_front_state_holds_each_members_better_interval_end(landscape):
         # two repeats 1% either side of the landscape: the far end is the better repeat, not the median
         assert tput_far > tput and lat_far < lat
         assert tput_far == pytest.approx(tput * 1.01, rel=1e-3)
+
+
+def test_predictions_widen_the_intervals_of_unmeasured_configurations_only(landscape, monkeypatch):
+    """What predictions.csv and the scores read: with the surrogates' cross-validated scale forced to 3 instead of
+    1, every measured configuration keeps its interval and every unmeasured one gets a wider one (3x its spread,
+    in the modelled space, unless a floor is wider still)."""
+    import edgebench.search.surrogate as surrogate
+
+    points, rows = landscape
+    measured = {h: rows[h] for p in points[::4] for h in p.hashes}  # every 4th configuration, both repeats
+
+    def predictions(scale: float):
+        monkeypatch.setattr(surrogate, "cv_scale", lambda *a, **k: scale)
+        d = decide(points, measured, BEST, budget_left=90, seed=0, surrogate="loglinear")
+        return {p.key: p for p in d.predictions}
+
+    one, three = predictions(1.0), predictions(3.0)
+    states = {k: p.state for k, p in one.items()}
+    assert set(states.values()) == {"measured", "predicted"}
+    for key, p in one.items():
+        for col, (mean, lo, hi) in p.metrics.items():
+            mean3, lo3, hi3 = three[key].metrics[col]
+            assert mean3 == pytest.approx(mean), (p.label, col)
+            if states[key] == "measured":
+                assert (lo3, hi3) == pytest.approx((lo, hi)), (p.label, col)
+            else:
+                assert math.log(hi3 / lo3) > 1.5 * math.log(hi / lo), (p.label, col, lo, hi, lo3, hi3)

@@ -1,5 +1,5 @@
 """benchmarks/search_eval.py scores the surrogates' 95% intervals on the configurations a search leaves unmeasured
-(docs/results/search/README.md, "How far the surrogates' intervals can be trusted"). Proved on planted values: the
+(docs/results/search/README.md, "How far the surrogates' intervals could be trusted (before the widening)"). Proved on planted values: the
 search never reads an unmeasured configuration's rows, so moving them far beyond every interval leaves its decisions
 as they were while the score must go to 0% inside, and to 100% beyond the better end only when moved to the better
 side, and to 100% inside when moved to the predicted medians. Both directions: throughput (higher is better) and

@@ -19,9 +19,9 @@ def test_intervals_of_a_model_that_holds_cover_95_percent_and_a_cliff_breaks_the
     them): gp 93% inside, |z| 2.15 at the 95th percentile (with the cliff 82%, 7.3); loglinear 94%, 2.09 (78%,
     3.9). The bounds hold either surrogate to what calibration means here."""
     module = benchmark_module("surrogate_coverage")
-    inside, q95 = module.known_scores(kind, cliff=False, calibrate=False)
+    inside, q95 = module.known_scores(kind, cliff=False, widen=False)
     assert 0.90 <= inside <= 0.99 and 1.5 <= q95 <= 2.6, (inside, q95)
-    broken_inside, broken_q95 = module.known_scores(kind, cliff=True, calibrate=False)
+    broken_inside, broken_q95 = module.known_scores(kind, cliff=True, widen=False)
     assert broken_inside < inside - 0.04 and broken_q95 > 3.0, (broken_inside, broken_q95)
 
 
@@ -32,10 +32,10 @@ def test_the_cross_validated_widening_restores_coverage_over_a_cliff_and_keeps_i
     1.87); with the cliff, the fit alone's 78-82% comes back to at least 90% (gp 96%, 1.54; loglinear 92%,
     2.41)."""
     module = benchmark_module("surrogate_coverage")
-    inside, q95 = module.known_scores(kind, cliff=False, calibrate=True)
+    inside, q95 = module.known_scores(kind, cliff=False, widen=True)
     assert 0.90 <= inside <= 0.995 and q95 <= 2.6, (inside, q95)
-    alone, _q = module.known_scores(kind, cliff=True, calibrate=False)
-    widened, widened_q95 = module.known_scores(kind, cliff=True, calibrate=True)
+    alone, _q = module.known_scores(kind, cliff=True, widen=False)
+    widened, widened_q95 = module.known_scores(kind, cliff=True, widen=True)
     assert widened >= 0.90 and widened > alone + 0.05 and widened_q95 < 3.0, (alone, widened, widened_q95)
 
 
