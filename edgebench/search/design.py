@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgebench.search.space import Encoder, SearchPoint
-from edgebench.search.surrogate import LINEAR_METRICS, MIN_SD_LINEAR, MIN_SD_LOG, Fitted
+from edgebench.search.surrogate import LINEAR_METRICS, Fitted, min_sd
 
 FLAT_SDS = 2.0  # predictions within FLAT_SDS x the noise floor of each other over the whole space are "nearly equal"
 Normals = Mapping[str, Mapping[str, tuple[float, float]]]  # metric -> point key -> (mean, sd), modelled space
@@ -73,7 +73,7 @@ def distrust(fits: Mapping[str, Fitted], points: Sequence[SearchPoint], normals:
         if fitted is None:
             return f"{col}: fewer than 2 values to fit"
         mus = [normals[col][p.key][0] for p in points]
-        floor = MIN_SD_LINEAR if col in LINEAR_METRICS else MIN_SD_LOG
+        floor = min_sd(col)
         if max(mus) - min(mus) < FLAT_SDS * floor:
             spread = (f"{max(mus) - min(mus):.3g} pp" if col in LINEAR_METRICS
                       else f"{math.exp(max(mus) - min(mus)) - 1:.1%}")

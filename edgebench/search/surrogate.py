@@ -58,6 +58,11 @@ def sklearn_missing() -> str | None:
     return None
 
 
+def min_sd(metric: str) -> float:
+    """The least spread a prediction of `metric` is given, in its modelled units (MIN_SD_LINEAR or MIN_SD_LOG)."""
+    return MIN_SD_LINEAR if metric in LINEAR_METRICS else MIN_SD_LOG
+
+
 def transform(metric: str, value: float) -> float | None:
     if metric in LINEAR_METRICS:
         return value
@@ -90,8 +95,7 @@ class Fitted:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mu, sd = self.model.predict(X, return_std=True)  # type: ignore[attr-defined]
-        floor = MIN_SD_LINEAR if self.metric in LINEAR_METRICS else MIN_SD_LOG
-        floor = max(floor, self.sd_floor)
+        floor = max(min_sd(self.metric), self.sd_floor)
         scales = [1.0 if p.key in self.trained else self.sd_scale for p in points]
         return [float(m) for m in mu], [max(float(s) * k, floor) for s, k in zip(sd, scales)]
 
@@ -150,8 +154,7 @@ def fit(metric: str, kind: str, encoder: Encoder, points: Sequence[SearchPoint],
         warnings.simplefilter("ignore")  # convergence notes of the optimiser at a bound: expected with few points
         model = _model(kind, X.shape[1], seed).fit(X, y)  # type: ignore[attr-defined]
         sd_floor = LOO_FLOOR * _loo_rms(model, X) if kind == "gp" else 0.0
-        floor = MIN_SD_LINEAR if metric in LINEAR_METRICS else MIN_SD_LOG
-        sd_scale = cv_scale(kind, X, y, keys, seed, floor) if widen else 1.0
+        sd_scale = cv_scale(kind, X, y, keys, seed, min_sd(metric)) if widen else 1.0
     return Fitted(metric, kind, encoder, model, len(pairs), sd_floor, sd_scale, frozenset(keys))
 
 
