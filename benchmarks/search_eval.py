@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import statistics
 import sys
@@ -347,33 +346,20 @@ def step_cost(surrogate: str, repeats_timed: int = 5) -> str:
     of its run folder (results.csv through the typed reader, predictions.csv written and read back, one line of
     search.csv) and decide itself (the surrogates' fits), each the median of `repeats_timed` runs. The plan: 4
     precisions x 7 batches x 3 instance counts x 2 option sets, 3 repeats (504 rows), every row measured (the
-    largest results.csv and predictions.csv a 500-row search reads), rows from a closed form with 3% noise."""
+    largest results.csv and predictions.csv a 500-row search reads), rows from a closed form with 3% noise
+    (synthetic_grid.closed_form_rows)."""
     import csv
     import tempfile
+
+    from synthetic_grid import closed_form_rows
 
     from edgebench.results.runs import load_run
     from edgebench.results.store import ResultsStore
     from edgebench.search.records import append_step, write_predictions
 
-    rng = random.Random(0)
-    speed = {"fp32": 1.0, "tf32": 1.6, "fp16": 2.6, "int8": 3.4}
-    points, rows = [], []
-    for precision, k in speed.items():
-        for batch in (1, 2, 4, 8, 16, 32, 64):
-            for instances in (1, 2, 4):
-                for options in ("", "graph_opt=all"):
-                    fields = {"model": "net", "backend": "ort", "precision": precision, "batch": batch,
-                              "instances": instances, "mode": "process", "placement": "+".join(["cpu"] * instances),
-                              "options": options or None}
-                    hashes = [f"{len(points):04d}r{j}" for j in range(3)]
-                    points.append(make_point(fields, hashes))
-                    for j, h in enumerate(hashes):
-                        lat = 2.0 * (1 + batch / 8) * (1 + 0.25 * (instances - 1)) / k * math.exp(rng.gauss(0, 0.03))
-                        power = 40.0 + 10 * k * instances ** 0.5
-                        tput = batch * instances * 1000.0 / lat
-                        rows.append({**fields, "config_hash": h, "repeat": j, "status": "ok",
-                                     "throughput_ips": tput, "latency_ms_p90": lat, "latency_ms_p99": lat * 1.2,
-                                     "power_w_mean": power, "energy_per_inference_mj": power / tput * 1000.0})
+    rows, configs = closed_form_rows(["fp32", "tf32", "fp16", "int8"], [1, 2, 4, 8, 16, 32, 64], [1, 2, 4],
+                                     ["", "graph_opt=all"], repeats=3)
+    points = [make_point(fields, hashes) for fields, hashes in configs]
     goal = Goal("best", "throughput", Limits(slo_ms=4.0, percentile="p90", power_cap_w=80.0))
     point_of = {h: p.key for p in points for h in p.hashes}
     labels = {p.key: (p.model, p.label) for p in points}
