@@ -4,8 +4,10 @@ larger than the measured ones (benchmarks/search_eval.py --grids NAME=PATH/resul
 The form is search_eval.step_cost's: per precision a speed factor k (fp32 1, tf32 1.6, fp16 2.6, int8 3.4),
 latency_ms = 2 (1 + batch / 8) (1 + 0.25 (instances - 1)) / k with lognormal noise of `noise` (3%) per row,
 throughput = batch x instances x 1000 / latency, power_w = 40 + 10 k sqrt(instances) (no noise), energy from
-the two. Smooth by construction: no cliff, no dip, no jitter between repeats beyond the lognormal. What a search
-does on it says how its row share scales with the grid's size, not how it does on hardware.
+the two; top-1 agreement with fp32 of 100 - DISAGREE_PCT (0, 0.1, 0.3, 1.5 points) less |normal(0, 0.05)| per
+row (`edgebench best` reads 100 - agreement as the accuracy drop). Smooth by construction: no cliff, no dip, no
+jitter between repeats beyond the lognormal. What a search does on it says how its row share scales with the
+grid's size, not how it does on hardware.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/synthetic_grid.py --out /tmp/synth84 --precisions fp32,tf32,fp16,int8
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 SPEED = {"fp32": 1.0, "tf32": 1.6, "fp16": 2.6, "int8": 3.4}
+DISAGREE_PCT = {"fp32": 0.0, "tf32": 0.1, "fp16": 0.3, "int8": 1.5}  # top-1 answers that differ from fp32's
 
 
 def closed_form_rows(precisions: list[str], batches: list[int], instances_list: list[int], options: list[str],
@@ -28,6 +31,7 @@ def closed_form_rows(precisions: list[str], batches: list[int], instances_list: 
                                                                                  list[tuple[dict[str, Any], list[str]]]]:
     """(rows, [(the configuration's fields, its rows' config hashes)]) of the closed form above, in plan order."""
     rng = random.Random(seed)
+    rng_accuracy = random.Random(seed + 1)  # its own stream: the latency draws stay those of step_cost's grid
     rows: list[dict[str, Any]] = []
     configs: list[tuple[dict[str, Any], list[str]]] = []
     for precision in precisions:
@@ -46,7 +50,9 @@ def closed_form_rows(precisions: list[str], batches: list[int], instances_list: 
                         tput = batch * instances * 1000.0 / lat
                         rows.append({**fields, "config_hash": h, "repeat": j, "status": "ok",
                                      "throughput_ips": tput, "latency_ms_p90": lat, "latency_ms_p99": lat * 1.2,
-                                     "power_w_mean": power, "energy_per_inference_mj": power / tput * 1000.0})
+                                     "power_w_mean": power, "energy_per_inference_mj": power / tput * 1000.0,
+                                     "accuracy_top1_agreement_pct": 100.0 - DISAGREE_PCT[precision]
+                                     - abs(rng_accuracy.gauss(0, 0.05))})
     return rows, configs
 
 
