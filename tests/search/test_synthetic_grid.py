@@ -1,0 +1,47 @@
+"""benchmarks/synthetic_grid.py: the grid of known form that docs/results/search replays the search on to see how
+its row share scales (README "How the share scales with the grid"). What it writes is what its docstring says,
+and `edgebench best` reads it as such: the closed form's best, and an accuracy drop for every precision."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+
+from search_landscape import benchmark_module
+
+from edgebench.answer.best import Limits, best_answer
+
+
+def written(tmp_path, *argv: str) -> list[dict[str, str]]:
+    sg = benchmark_module("synthetic_grid")
+    assert sg.main(["--out", str(tmp_path), *argv]) == 0
+    with (tmp_path / "results.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_the_grid_has_every_configuration_with_its_repeats_and_the_documented_accuracy(tmp_path):
+    rows = written(tmp_path, "--options", "")
+    assert len(rows) == 4 * 7 * 3 * 3
+    configs = {(r["precision"], r["batch"], r["instances"]) for r in rows}
+    assert len(configs) == 84 and len({r["config_hash"] for r in rows}) == 84 * 3
+    sg = benchmark_module("synthetic_grid")
+    for precision, off in sg.DISAGREE_PCT.items():
+        agree = [float(r["accuracy_top1_agreement_pct"]) for r in rows if r["precision"] == precision]
+        assert all(100.0 - off - 0.3 < a <= 100.0 - off for a in agree)  # |normal(0, 0.05)| below, 6 sd
+    # 3% lognormal noise: the repeats of a configuration differ, by a few percent
+    lat = [float(r["latency_ms_p90"]) for r in rows if (r["precision"], r["batch"], r["instances"]) == ("fp16", "8", "2")]
+    expected = 2.0 * (1 + 8 / 8) * 1.25 / 2.6
+    assert len(lat) == 3 and all(abs(v / expected - 1) < 0.15 for v in lat)  # 5 sd of 3%
+    assert statistics.pstdev(v / expected for v in lat) > 0.001  # repeats that differ, not one value thrice
+
+
+def test_edgebench_best_answers_the_closed_form_and_reads_a_drop_for_every_precision(tmp_path):
+    written(tmp_path, "--options", "")
+    path = tmp_path / "results.csv"
+    free = best_answer([path], "throughput").answers[0]
+    assert free.feasible[0].candidate.label().startswith("ort int8 b64 4x")  # the fastest precision, the largest b x n
+    # a 1-point drop leaves int8 out (1.5 points) and keeps fp16 (0.3): every precision has a drop to judge
+    capped = best_answer([path], "throughput", Limits(max_accuracy_drop_pct=1.0)).answers[0]
+    assert capped.feasible[0].candidate.label().startswith("ort fp16 b64 4x")
+    assert {c.label().split()[1] for c, _why in capped.missed} == {"int8"}
+    assert capped.considered == 84
