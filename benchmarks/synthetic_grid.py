@@ -2,10 +2,11 @@
 larger than the measured ones (benchmarks/search_eval.py --grids NAME=PATH/results.csv).
 
 The form is search_eval.step_cost's: per precision a speed factor k (fp32 1, tf32 1.6, fp16 2.6, int8 3.4),
-latency_ms = 2 (1 + batch / 8) (1 + 0.25 (instances - 1)) / k with lognormal noise of `noise` (3%) per row,
-throughput = batch x instances x 1000 / latency, power_w = 40 + 10 k sqrt(instances) (no noise), energy from
-the two; top-1 agreement with fp32 of 100 - DISAGREE_PCT (0, 0.1, 0.3, 1.5 points) less |normal(0, 0.05)| per
-row (`edgebench best` reads 100 - agreement as the accuracy drop). Smooth by construction: no cliff, no dip, no
+latency_ms_p90 = 2 (1 + batch / 8) (1 + 0.25 (instances - 1)) / k with lognormal noise of `noise` (3%) per row
+(latency_ms_p99 = 1.2 x it; no p50), throughput = batch x instances x 1000 / latency_ms_p90, power_w =
+40 + 10 k sqrt(instances) (no noise), energy from the two; top-1 agreement with fp32 of 100 - DISAGREE_PCT (0,
+0.1, 0.3, 1.5 points) less |normal(0, 0.05)| per row (`edgebench best` reads 100 - agreement as the accuracy drop
+of the other precisions; fp32's is 0 by definition). Smooth by construction: no cliff, no dip, no
 jitter between repeats beyond the lognormal. What a search does on it says how its row share scales with the
 grid's size, not how it does on hardware.
 

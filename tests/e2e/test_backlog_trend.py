@@ -6,16 +6,18 @@ grew for the whole window. Its latency trend now makes it invalid, the reason na
 served vs offered. Offered 90%, the row stays ok and carries its trend.
 
 The overloaded row is 2 streams offering 105% of the nominal capacity: over it by more than the host's noise can
-hide in one 30 s window. At 101.5% the verdict is the coin the rule documents (runner.backlog: a 1-2% overload is
-flagged in 83-100% of 30 s windows of lognormal services, fewer with noisier ones), and the CI machine is noisy:
-5 streams at 101.5% came out ok there at 30 s with 14.1 ms/s [-0.48, 28.6], after 2 of 5 idle runs here at 20 s
-(19.5 ms/s [9.7, 29.3]: 194 ms proven against a median of 217). The rule needs the lower bound at about half the
-slope (a backlog growing from empty has a median of about half its growth). Five streams on the flock'ed device
-are served unfairly (which waiter gets the lock is a race), so the pooled bins' medians jump between streams that
-are behind by different amounts: with both cores busy, 5 streams at 105% gave 47 ms/s [15.9, 79] (ok) in 1 of 4
-runs and at 108% 62 ms/s [25, 99] (ok) in 1 of 4, while 1 and 2 streams at 105% gave intervals of +-0.4 to +-1.6
-ms/s around 59-62 ms/s in 4 of 4. How often a marginal overload is flagged is tests/runner/queue_sim.py's to
-measure, not this test's; the stable row keeps 5 streams (noise there can only widen its interval).
+hide in one 30 s window. 101.5% is marginal: runner.backlog's simulated queues flag a 1-2% overload in 83-100% of
+30 s windows of lognormal 1 ms services, 13-78% with Poisson arrivals, 2-75% of 10 s windows of 20 ms services
+(docs/methodology.md's table). 5 streams at 101.5% came out ok in CI at 30 s
+with 14.1 ms/s [-0.48, 28.6], after 2 of 5 idle runs here at 20 s (19.5 ms/s [9.7, 29.3]: 194 ms proven against a
+median of 217). The rule needs the lower bound at about half the slope (a backlog growing from empty has a median
+of about half its growth). Five streams on the flock'ed device are served unevenly (which waiter gets the lock is
+a race), so the pooled bins' medians jump between streams that are behind by different amounts; a higher load does
+not cure it: with both cores busy, 5 streams at 105% were ok in 1 of 2 runs (47 ms/s [15.9, 79]) and at 108% in 1
+of 4 (62 ms/s [25, 99]), while 1 and 2 streams at 105% gave intervals of +-0.4 to +-1.6 ms/s around 59-62 ms/s in
+4 of 4 (docs/results/backlog-test-streams.md). How often a marginal overload is flagged is
+tests/runner/queue_sim.py's to measure, not this test's. The stable row keeps 5 streams: noise there mostly widens
+its interval.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def test_a_fixed_rate_row_just_over_capacity_is_invalid_with_its_latency_trend(e
     row = fixed_rate_row(env, tmp_path, OVERLOAD, OVER_STREAMS)
     offered, served = float(row["offered_rate_hz"]), float(row["achieved_rate_hz"])
     assert offered == pytest.approx(100 * OVERLOAD)
-    assert 1.04 <= offered / served < 1.15  # over capacity, yet within the 15% throughput tolerance
+    assert offered / served >= 1.04 and served >= 0.85 * offered  # over capacity, within the 15% tolerance
     said = "; ".join(f"{k}={v}" for k, v in row.items()
                      if k in ("reason", "window_s", "latency_ms_p50") or k.startswith("latency_trend"))
     # a str message is printed whole (a dict's repr was cut off before its bounds when this failed at 20 s)

@@ -73,7 +73,7 @@ def test_the_search_answers_the_count_below_an_overload_and_the_overloaded_row_s
     assert float(at5["offered_rate_hz"]) == pytest.approx(101.5)
     assert float(at5["achieved_rate_hz"]) < 0.99 * float(at5["offered_rate_hz"])
     assert float(at5["latency_trend_lo_ms_per_s"]) > 0
-    if at5["status"] == "invalid":  # its window proves a material growth (the 20 s rows of test_backlog_trend do)
+    if at5["status"] == "invalid":  # its window proves a material growth (as test_backlog_trend's overloaded row)
         assert at5["reason"].startswith("latency grows ")
         assert f"/s served of {float(at5['offered_rate_hz']):.4g}/s offered" in at5["reason"]
         if float(at5["latency_ms_p99"]) <= SLO_MS:  # a p99 over the SLO speaks for itself; under it, the horizon
