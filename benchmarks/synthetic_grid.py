@@ -28,9 +28,10 @@ DISAGREE_PCT = {"fp32": 0.0, "tf32": 0.1, "fp16": 0.3, "int8": 1.5}  # top-1 ans
 
 
 def closed_form_rows(precisions: list[str], batches: list[int], instances_list: list[int], options: list[str],
-                     repeats: int, noise: float = 0.03, seed: int = 0) -> tuple[list[dict[str, Any]],
-                                                                                 list[tuple[dict[str, Any], list[str]]]]:
-    """(rows, [(the configuration's fields, its rows' config hashes)]) of the closed form above, in plan order."""
+                     repeats: int, noise: float = 0.03, seed: int = 0, accuracy: bool = True
+                     ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], list[str]]]]:
+    """(rows, [(the configuration's fields, its rows' config hashes)]) of the closed form above, in plan order;
+    `accuracy` False: no row records an accuracy (as a sweep with run.accuracy_samples 0)."""
     rng = random.Random(seed)
     rng_accuracy = random.Random(seed + 1)  # its own stream: the latency draws stay those of step_cost's grid
     rows: list[dict[str, Any]] = []
@@ -49,11 +50,13 @@ def closed_form_rows(precisions: list[str], batches: list[int], instances_list: 
                         lat = 2.0 * (1 + batch / 8) * (1 + 0.25 * (instances - 1)) / k * math.exp(rng.gauss(0, noise))
                         power = 40.0 + 10 * k * instances ** 0.5
                         tput = batch * instances * 1000.0 / lat
-                        rows.append({**fields, "config_hash": h, "repeat": j, "status": "ok",
-                                     "throughput_ips": tput, "latency_ms_p90": lat, "latency_ms_p99": lat * 1.2,
-                                     "power_w_mean": power, "energy_per_inference_mj": power / tput * 1000.0,
-                                     "accuracy_top1_agreement_pct": 100.0 - DISAGREE_PCT[precision]
-                                     - abs(rng_accuracy.gauss(0, 0.05))})
+                        row = {**fields, "config_hash": h, "repeat": j, "status": "ok", "throughput_ips": tput,
+                               "latency_ms_p90": lat, "latency_ms_p99": lat * 1.2, "power_w_mean": power,
+                               "energy_per_inference_mj": power / tput * 1000.0}
+                        if accuracy:
+                            row["accuracy_top1_agreement_pct"] = (100.0 - DISAGREE_PCT[precision]
+                                                                  - abs(rng_accuracy.gauss(0, 0.05)))
+                        rows.append(row)
     return rows, configs
 
 
@@ -66,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--options", default=",graph_opt=all", help="option sets, comma-separated ('' is none)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--noise", type=float, default=0.03)
+    ap.add_argument("--no-accuracy", action="store_true",
+                    help="no row records an accuracy (docs/results/search/synthetic/168-no-accuracy's grid)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows, configs = closed_form_rows(args.precisions.split(","), [int(b) for b in args.batches.split(",")],
                                      [int(i) for i in args.instances.split(",")], args.options.split(","),
-                                     args.repeats, args.noise)
+                                     args.repeats, args.noise, accuracy=not args.no_accuracy)
     with (out / "results.csv").open("w", newline="") as fh:  # the columns it has; a reader leaves the rest empty
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -149,10 +149,13 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     best_pick: Pick | None = None
     blocked: list[str] = []  # models that cannot be answered from more rows like theirs, with why
     explored: list[Pick] = []  # each model's explore pick (the most likely to change its answer)
+    left_out: dict[str, str] = {}  # model -> its configurations no candidate for want of an accuracy drop, in words
     for model in sorted({p.model for p in points}):
         mine = [p for p in points if p.model == model]
-        pick, preds, why = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate)
+        pick, preds, why, out = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate)
         predictions += preds
+        if out:
+            left_out[model] = out
         if why is not None:
             blocked.append(why)
         if pick is not None and pick.phase == "explore":
@@ -171,12 +174,13 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
         if confirm is not None:
             best_pick = confirm
         else:
-            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob), blocked),
+            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob, left_out),
+                                        blocked),
                             answers, predictions)
     if best_pick is None:
         confirm = _confirm(points, by_hash, answers)
         if confirm is None:
-            text = (_all_measured_text(answers, points, by_hash) if not blocked or any(
+            text = (_all_measured_text(answers, points, by_hash, left_out) if not blocked or any(
                 st.answer_keys for st in answers.values()) else "")
             return Decision(None, "; ".join([t for t in (text, *blocked) if t]), answers, predictions)
         best_pick = confirm
@@ -217,9 +221,10 @@ def _answer_clause(model: str, st: ModelState | None, points: Sequence[SearchPoi
 
 
 def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
-                  rows: Mapping[str, dict[str, Any]], threshold: float) -> str:
+                  rows: Mapping[str, dict[str, Any]], threshold: float, left_out: Mapping[str, str]) -> str:
     """The stop line when no candidate is likely to change any model's answer: per model, what holds (the answer's
-    repeats, or that there is none and how unlikely the unmeasured are to hold one) and the most likely change."""
+    repeats, or that there is none and how unlikely the unmeasured are to hold one), the most likely change, and
+    the configurations left out for want of an accuracy drop (_unjudgeable)."""
     many = len(explored) > 1
     parts = []
     for pick in explored:
@@ -229,24 +234,28 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
             parts.append(f"{pick.model + ': ' if many else ''}no answer: no measured configuration meets every limit, "
                          f"and the {pick.candidates} candidate(s) left are unlikely to (P(any meets every limit) = "
                          f"{pick.score or 0.0:.3f} < {threshold:g}; the most likely, {name}, P = "
-                         f"{pick.p_change or 0.0:.3f})")
+                         f"{pick.p_change or 0.0:.3f})" + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
         elif pick.score is not None and pick.score != pick.p_change:
             parts.append(f"{pick.model + ': ' if many else ''}no configuration left is likely to change the answer "
                          f"(P(any of the {pick.candidates} changes it) = {pick.score:.3f} < {threshold:g}; the most "
                          f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
-                         + _answer_clause(pick.model, st, points, rows, False))
+                         + _answer_clause(pick.model, st, points, rows, False)
+                         + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
         else:
             parts.append(f"{pick.model + ': ' if many else ''}no configuration left is likely to change the "
                          f"answer (the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
-                         + _answer_clause(pick.model, st, points, rows, False))
+                         + _answer_clause(pick.model, st, points, rows, False)
+                         + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
     return "settled: " + "; ".join(parts)
 
 
 def _all_measured_text(answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
-                       rows: Mapping[str, dict[str, Any]]) -> str:
+                       rows: Mapping[str, dict[str, Any]], left_out: Mapping[str, str]) -> str:
     models = sorted({p.model for p in points})
     clauses = [_answer_clause(m, answers.get(m), points, rows, len(models) > 1) for m in models]
-    return "settled: every configuration is measured or exhausted; " + "; ".join(clauses)
+    clauses += [f"{m}: {text}" if len(models) > 1 else text for m, text in sorted(left_out.items())]
+    every = "every configuration the answer can hold" if left_out else "every configuration"
+    return f"settled: {every} is measured or exhausted; " + "; ".join(clauses)
 
 
 def _unconfirmed(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
@@ -281,9 +290,10 @@ def _confirm(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
 
 
 def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal,
-                state: ModelState | None, seed: int, kind: str) -> tuple[Pick | None, list[Predicted], str | None]:
+                state: ModelState | None, seed: int, kind: str
+                ) -> tuple[Pick | None, list[Predicted], str | None, str]:
     """(this model's pick, its predictions, why it cannot be answered from more rows like its own: None while it
-    can)."""
+    can, the configurations left out for want of an accuracy drop, in words: '' when none)."""
     encoder = Encoder(points)
     model = points[0].model
     status = {p.key: _rows_of(p, rows) for p in points}
@@ -297,9 +307,9 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     for s in seeds:  # seeds first: a spread start before any model is trusted
         if s in open_points and not status[s.key]:
             return Pick("seed", s.key, _next_rows(s, rows, 1), f"{s.label}: seed {seeds.index(s) + 1} of "
-                                                               f"{len(seeds)}", model=model), preds, None
+                                                               f"{len(seeds)}", model=model), preds, None, ""
     if (why := _unanswerable(model, usable, metrics)) is not None:
-        return None, preds, why
+        return None, preds, why, ""
     # never tried: neither measured (any status) nor exhausted
     fresh = [p for p in open_points if not status[p.key]]
     tried = [p for p in points if status[p.key]]
@@ -307,23 +317,25 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         level, p = gap
         return Pick("design", p.key, _next_rows(p, rows, 1),
                     f"{p.label}: space-filling, {level} has no configuration measured yet (every level of every "
-                    "axis is measured before the surrogate is trusted)", model=model), preds, None
+                    "axis is measured before the surrogate is trusted)", model=model), preds, None, ""
     untrusted = distrust(fits, points, normals, metrics, encoder)
     design_size = effective_features(points, encoder) + DESIGN_EXTRA
     if untrusted is not None and fresh and len(tried) < design_size:
         p = farthest(fresh, tried, encoder)
         return Pick("design", p.key, _next_rows(p, rows, 1),
                     f"{p.label}: space-filling, the surrogate cannot tell configurations apart yet ({untrusted}; "
-                    f"{len(tried)} of up to {design_size} configurations in the design)", model=model), preds, None
+                    f"{len(tried)} of up to {design_size} configurations in the design)", model=model), preds, None, ""
     # measured once or twice and outside the answer: one draw can hide a configuration that belongs in it (a slow
     # repeat of the true best); the surrogate, fitted on its rows and the rest, says how likely that is
     in_answer = set(state.answer_keys) if state is not None else set()
     retry = [p for p in points if usable[p.key] and p.key not in in_answer and not _exhausted(p, status[p.key])]
     # a configuration one of whose repeats (an invalid one included) misses a limit never meets it (answer.best's
     # every-repeat rule): more of its rows cannot change the answer
-    candidates = [p for p in open_points + retry if goal.mode != "best" or not _misses(status[p.key], goal)]
+    unjudged, left_out = _unjudgeable(points, usable, goal)
+    candidates = [p for p in open_points + retry
+                  if goal.mode != "best" or not (_misses(status[p.key], goal) or p.key in unjudged)]
     if not candidates:
-        return None, preds, None
+        return None, preds, None, left_out
     scored = []
     by_pred = {p.key: p for p in preds}
     for p in candidates:
@@ -350,7 +362,7 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     elif score != prob:
         why += f"; P(some candidate changes it) = {score:.3f}"
     return Pick("explore", p.key, _next_rows(p, rows, 1), why, prob, score, model, no_answer,
-                len(scored)), preds, None
+                len(scored)), preds, None, left_out
 
 
 def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
@@ -359,6 +371,31 @@ def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
         if any(r.get(col) is not None and float(r[col]) > bound for r in mine):
             return True
     return False
+
+
+def _unjudgeable(points: Sequence[SearchPoint], usable: Mapping[str, list[dict[str, Any]]],
+                 goal: Goal) -> tuple[set[str], str]:
+    """Best mode with an accuracy limit: keys of every configuration of a precision none of whose usable rows
+    measured so far has an accuracy drop (its accuracy is not measured: `run.accuracy_samples: 0`, or a pass that
+    cannot run there; fp32's drop is 0 by definition), with what the stop line says of them ('' when none). The
+    answer leaves out a row with no drop (answer.candidates), so none of them can be the answer; the drop's
+    surrogate, fitted on the precisions that have one, would call them feasible, and the search would measure them
+    all (213 of 504 rows of a synthetic grid, to answer fp32). A precision with a drop in any of its rows is
+    judged row by row, as the answer judges it."""
+    if goal.mode != "best" or not any(col == ACCURACY_DROP for col, _bound in goal.limits.columns()):
+        return set(), ""
+    seen: dict[str, bool] = {}  # precision -> some usable row of it has a drop
+    for p in points:
+        for r in usable[p.key]:
+            prec = p.categories.get("precision", "")
+            seen[prec] = seen.get(prec, False) or r.get(ACCURACY_DROP) is not None
+    dark = {prec for prec, has in seen.items() if not has}
+    keys = {p.key for p in points if p.categories.get("precision", "") in dark}
+    if not keys:
+        return set(), ""
+    return keys, (f"{len(keys)} configuration(s) of {', '.join(sorted(dark))} left out: no row of "
+                  f"{'that precision' if len(dark) == 1 else 'those precisions'} measured has an {ACCURACY_DROP}, so "
+                  "none can meet the accuracy limit (is accuracy measured there? run.accuracy_samples)")
 
 
 def _unanswerable(model: str, usable: Mapping[str, list[dict[str, Any]]],
