@@ -181,7 +181,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
         confirm = _confirm(points, by_hash, answers)
         if confirm is None:
             text = (_all_measured_text(answers, points, by_hash, left_out) if not blocked or any(
-                st.answer_keys for st in answers.values()) else "")
+                st.answer_keys for st in answers.values()) else "; ".join(left_out.values()))
             return Decision(None, "; ".join([t for t in (text, *blocked) if t]), answers, predictions)
         best_pick = confirm
     best_pick.hashes = best_pick.hashes[:budget_left]
@@ -246,6 +246,7 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
                          f"answer (the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
                          + _answer_clause(pick.model, st, points, rows, False)
                          + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
+    parts += [f"{m}: {text}" for m, text in sorted(left_out.items()) if m not in {p.model for p in explored}]
     return "settled: " + "; ".join(parts)
 
 
@@ -331,7 +332,7 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     retry = [p for p in points if usable[p.key] and p.key not in in_answer and not _exhausted(p, status[p.key])]
     # a configuration one of whose repeats (an invalid one included) misses a limit never meets it (answer.best's
     # every-repeat rule): more of its rows cannot change the answer
-    unjudged, left_out = _unjudgeable(points, usable, goal)
+    unjudged, left_out = _unjudgeable(points, status, goal)
     candidates = [p for p in open_points + retry
                   if goal.mode != "best" or not (_misses(status[p.key], goal) or p.key in unjudged)]
     if not candidates:
@@ -373,29 +374,41 @@ def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
     return False
 
 
-def _unjudgeable(points: Sequence[SearchPoint], usable: Mapping[str, list[dict[str, Any]]],
+ACCURACY_GROUP = ("backend", "precision", "options", "devices")  # what a row's accuracy pass depends on (runner.probe)
+
+
+def _unjudgeable(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
                  goal: Goal) -> tuple[set[str], str]:
-    """Best mode with an accuracy limit: keys of every configuration of a precision none of whose usable rows
-    measured so far has an accuracy drop (its accuracy is not measured: `run.accuracy_samples: 0`, or a pass that
-    cannot run there; fp32's drop is 0 by definition), with what the stop line says of them ('' when none). The
-    answer leaves out a row with no drop (answer.candidates), so none of them can be the answer; the drop's
-    surrogate, fitted on the precisions that have one, would call them feasible, and the search would measure them
-    all (213 of 504 rows of a synthetic grid, to answer fp32). A precision with a drop in any of its rows is
-    judged row by row, as the answer judges it."""
+    """Best mode with an accuracy limit: keys of every configuration of a group (backend, precision, options,
+    devices) whose rows measured so far (ok or invalid: rows that ran; a failed one may have stopped before its
+    pass) all ran without an accuracy pass (`accuracy_samples` empty: `run.accuracy_samples: 0`) and have no
+    accuracy drop, with what the stop line says of them ('' when none). The answer leaves out a row with no drop
+    (answer.candidates; fp32's is 0 by definition), so none of them can be the answer, while the drop's surrogate,
+    fitted on the configurations that have one, would call them feasible and the search would measure them all
+    (213 of 504 rows of a synthetic grid, to answer fp32). A group whose pass was asked for and gave no drop (it
+    failed, or the outputs hold no class scores) stays a candidate: the answer judges it row by row."""
     if goal.mode != "best" or not any(col == ACCURACY_DROP for col, _bound in goal.limits.columns()):
         return set(), ""
-    seen: dict[str, bool] = {}  # precision -> some usable row of it has a drop
+
+    def group(p: SearchPoint) -> tuple[str, ...]:
+        return tuple(p.categories.get(axis, "") for axis in ACCURACY_GROUP)
+
+    seen: dict[tuple[str, ...], bool] = {}  # group -> some row of it has a drop or asked for one
     for p in points:
-        for r in usable[p.key]:
-            prec = p.categories.get("precision", "")
-            seen[prec] = seen.get(prec, False) or r.get(ACCURACY_DROP) is not None
-    dark = {prec for prec, has in seen.items() if not has}
-    keys = {p.key for p in points if p.categories.get("precision", "") in dark}
+        for r in status[p.key]:
+            if r.get("status") not in ("ok", "invalid"):
+                continue
+            judged = r.get(ACCURACY_DROP) is not None or bool(r.get("accuracy_samples"))
+            seen[group(p)] = seen.get(group(p), False) or judged
+    dark = {g for g, judged in seen.items() if not judged}
+    keys = {p.key for p in points if group(p) in dark}
     if not keys:
         return set(), ""
-    return keys, (f"{len(keys)} configuration(s) of {', '.join(sorted(dark))} left out: no row of "
-                  f"{'that precision' if len(dark) == 1 else 'those precisions'} measured has an {ACCURACY_DROP}, so "
-                  "none can meet the accuracy limit (is accuracy measured there? run.accuracy_samples)")
+    precisions = sorted({g[1] or "(no precision)" for g in dark})
+    measured = sum(1 for p in points if p.key in keys and status[p.key])
+    return keys, (f"{len(keys)} configuration(s) left out ({measured} measured), {', '.join(precisions)}: their "
+                  f"rows ran without an accuracy pass (run.accuracy_samples 0) and have no {ACCURACY_DROP}, so none "
+                  "can meet the accuracy limit")
 
 
 def _unanswerable(model: str, usable: Mapping[str, list[dict[str, Any]]],

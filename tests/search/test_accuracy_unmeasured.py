@@ -1,6 +1,7 @@
 """An accuracy limit on a sweep whose other precisions record no accuracy (`run.accuracy_samples: 0`): only fp32 can
 meet it (its drop is 0 by definition; `edgebench best` leaves out a row with no drop), and the search must not
-measure the rest to find that out. Before, the drop's surrogate, fitted on fp32's zeros, called every fp16
+measure the rest to find that out. The rule keys on what a row's accuracy pass depends on (backend, precision,
+options, devices) and on rows that ran without one; a pass asked for that gave no drop leaves the group a candidate. Before, the drop's surrogate, fitted on fp32's zeros, called every fp16
 configuration feasible: on this grid the search measured 43 of 126 rows (36 exploring fp16), and 213 of 504 on
 the 168-configuration one (docs/results/search/synthetic/168-no-accuracy)."""
 
@@ -48,8 +49,8 @@ def test_a_precision_with_no_accuracy_is_left_out_after_its_first_rows():
     fp16 = [r for r in measured.values() if r["precision"] == "fp16"]
     assert 1 <= len(fp16) <= 5, len(fp16)  # the seeds that found fp16 without a drop, none explored after
     assert len(measured) < 20, len(measured)  # 43 before
-    assert "21 configuration(s) of fp16 left out: no row of that precision measured has an accuracy_drop_pct" in d.stop
-    assert "run.accuracy_samples" in d.stop
+    assert "21 configuration(s) left out (" in d.stop
+    assert "fp16: their rows ran without an accuracy pass (run.accuracy_samples 0)" in d.stop
 
 
 def test_with_accuracy_recorded_nothing_is_left_out_and_fp16_answers():
@@ -58,17 +59,31 @@ def test_with_accuracy_recorded_nothing_is_left_out_and_fp16_answers():
     assert "left out" not in d.stop
 
 
-def test_a_precision_with_a_drop_in_any_row_is_judged_row_by_row():
+def test_a_group_whose_rows_asked_for_accuracy_is_judged_row_by_row():
     sg = benchmark_module("synthetic_grid")
-    rows, configs = sg.closed_form_rows(["fp32", "fp16"], [1, 2], [1], [""], repeats=1)
+    rows, configs = sg.closed_form_rows(["fp32", "fp16"], [1, 2], [1], [""], repeats=1, accuracy=False)
     points = [make_point(fields, hashes) for fields, hashes in configs]
     fp16_a, fp16_b = (p for p in points if p.categories["precision"] == "fp16")
-    usable = {p.key: [] for p in points}
-    usable[fp16_a.key] = [{**rows[2], ACCURACY_DROP: None}]  # this row's accuracy pass did not run
-    assert _unjudgeable(points, usable, GOAL)[0] == {fp16_a.key, fp16_b.key}  # fp16: no drop anywhere yet
-    usable[fp16_b.key] = [{**rows[3], ACCURACY_DROP: 0.3}]
-    assert _unjudgeable(points, usable, GOAL) == (set(), "")  # fp16 has drops: the answer judges each row
+    status: dict[str, list[dict[str, Any]]] = {p.key: [] for p in points}
+    status[fp16_a.key] = [{**rows[2], ACCURACY_DROP: None}]  # ran without an accuracy pass
+    keys, words = _unjudgeable(points, status, GOAL)
+    assert keys == {fp16_a.key, fp16_b.key}  # the whole group, the unmeasured one too
+    assert words.startswith("2 configuration(s) left out (1 measured), fp16: their rows ran without an accuracy pass")
+    # a pass asked for that gave no drop (it failed; no class scores): the answer judges such rows one by one
+    status[fp16_a.key] = [{**rows[2], ACCURACY_DROP: None, "accuracy_samples": 200}]
+    assert _unjudgeable(points, status, GOAL) == (set(), "")
+    # a drop in any row of the group, an invalid one included
+    status[fp16_a.key] = [{**rows[2], ACCURACY_DROP: None}, {**rows[2], "status": "invalid", ACCURACY_DROP: 0.3}]
+    assert _unjudgeable(points, status, GOAL) == (set(), "")
+    # another backend is another group: its rows say nothing of this one's
+    other = make_point({**configs[3][0], "backend": "trt"}, ["x0"])
+    status[fp16_a.key] = [{**rows[2], ACCURACY_DROP: None}]
+    status[other.key] = []
+    assert _unjudgeable([*points, other], status, GOAL)[0] == {fp16_a.key, fp16_b.key}
+    status[other.key] = [{**rows[3], "backend": "trt", "status": "failed", ACCURACY_DROP: None}]
+    assert _unjudgeable([*points, other], status, GOAL)[0] == {fp16_a.key, fp16_b.key}  # a failed row ran no pass
+    status[other.key] = [{**rows[3], "backend": "trt", ACCURACY_DROP: None}]
+    assert _unjudgeable([*points, other], status, GOAL)[0] == {fp16_a.key, fp16_b.key, other.key}
     no_accuracy_limit = Goal("best", "throughput", Limits(slo_ms=2.431, percentile="p90"))
-    usable[fp16_b.key] = []
-    assert _unjudgeable(points, usable, no_accuracy_limit) == (set(), "")
-    assert _unjudgeable(points, usable, Goal("pareto")) == (set(), "")
+    assert _unjudgeable(points, status, no_accuracy_limit) == (set(), "")
+    assert _unjudgeable(points, status, Goal("pareto")) == (set(), "")
