@@ -231,22 +231,22 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
         name = pick.why.split(":")[0]
         st = answers.get(pick.model)
         if pick.no_answer:
-            parts.append(f"{pick.model + ': ' if many else ''}no answer: no measured configuration meets every limit, "
-                         f"and the {pick.candidates} candidate(s) left are unlikely to (P(any meets every limit) = "
-                         f"{pick.score or 0.0:.3f} < {threshold:g}; the most likely, {name}, P = "
-                         f"{pick.p_change or 0.0:.3f})" + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
+            text = (f"{pick.model + ': ' if many else ''}no answer: no measured configuration meets every limit, "
+                    f"and the {pick.candidates} candidate(s) left are unlikely to (P(any meets every limit) = "
+                    f"{pick.score or 0.0:.3f} < {threshold:g}; the most likely, {name}, P = "
+                    f"{pick.p_change or 0.0:.3f})")
         elif pick.score is not None and pick.score != pick.p_change:
-            parts.append(f"{pick.model + ': ' if many else ''}no configuration left is likely to change the answer "
-                         f"(P(any of the {pick.candidates} changes it) = {pick.score:.3f} < {threshold:g}; the most "
-                         f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
-                         + _answer_clause(pick.model, st, points, rows, False)
-                         + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
+            text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to change the answer "
+                    f"(P(any of the {pick.candidates} changes it) = {pick.score:.3f} < {threshold:g}; the most "
+                    f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
+                    + _answer_clause(pick.model, st, points, rows, False))
         else:
-            parts.append(f"{pick.model + ': ' if many else ''}no configuration left is likely to change the "
-                         f"answer (the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
-                         + _answer_clause(pick.model, st, points, rows, False)
-                         + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
-    parts += [f"{m}: {text}" for m, text in sorted(left_out.items()) if m not in {p.model for p in explored}]
+            text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to change the "
+                    f"answer (the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
+                    + _answer_clause(pick.model, st, points, rows, False))
+        parts.append(text + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
+    explored_models = {p.model for p in explored}
+    parts += [f"{m}: {words}" for m, words in sorted(left_out.items()) if m not in explored_models]
     return "settled: " + "; ".join(parts)
 
 
@@ -395,11 +395,10 @@ def _unjudgeable(points: Sequence[SearchPoint], status: Mapping[str, list[dict[s
 
     seen: dict[tuple[str, ...], bool] = {}  # group -> some row of it has a drop or asked for one
     for p in points:
+        g = group(p)
         for r in status[p.key]:
-            if r.get("status") not in ("ok", "invalid"):
-                continue
-            judged = r.get(ACCURACY_DROP) is not None or bool(r.get("accuracy_samples"))
-            seen[group(p)] = seen.get(group(p), False) or judged
+            if r.get("status") in ("ok", "invalid"):
+                seen[g] = seen.get(g, False) or r.get(ACCURACY_DROP) is not None or bool(r.get("accuracy_samples"))
     dark = {g for g, judged in seen.items() if not judged}
     keys = {p.key for p in points if group(p) in dark}
     if not keys:
