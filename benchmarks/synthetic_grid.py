@@ -72,14 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-accuracy", action="store_true",
                     help="no row records an accuracy (docs/results/search/synthetic/168-no-accuracy's grid)")
     args = ap.parse_args(argv)
+    precisions = args.precisions.split(",")
+    if unknown := [p for p in precisions if p not in SPEED]:
+        ap.error(f"--precisions: {', '.join(unknown)} not in the closed form (it knows {', '.join(SPEED)})")
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+        instances = [int(i) for i in args.instances.split(",")]
+    except ValueError as e:
+        ap.error(f"--batches / --instances: comma-separated whole numbers ({e})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):
         print(f"{out}: not empty", file=sys.stderr)
         return 2
-    rows, configs = closed_form_rows(args.precisions.split(","), [int(b) for b in args.batches.split(",")],
-                                     [int(i) for i in args.instances.split(",")], args.options.split(","),
-                                     args.repeats, args.noise, accuracy=not args.no_accuracy)
+    rows, configs = closed_form_rows(precisions, batches, instances, args.options.split(","), args.repeats, args.noise,
+                                     accuracy=not args.no_accuracy)
     with (out / "results.csv").open("w", newline="") as fh:  # the columns it has; a reader leaves the rest empty
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()

@@ -67,3 +67,13 @@ def test_edgebench_best_answers_the_closed_form_and_reads_a_drop_for_every_preci
     assert capped.feasible[0].candidate.label().startswith("ort fp16 b64 4x")
     assert {c.label().split()[1] for c, _why in capped.missed} == {"int8"}
     assert capped.considered == 84
+
+
+def test_bad_arguments_are_one_line_errors_and_write_nothing(tmp_path, capsys):
+    sg = benchmark_module("synthetic_grid")
+    for argv, said in ((["--precisions", "fp32,fp64"], "--precisions: fp64 not in the closed form"),
+                       (["--batches", "1,x"], "--batches / --instances: comma-separated whole numbers")):
+        with pytest.raises(SystemExit) as e:
+            sg.main(["--out", str(tmp_path / "g"), *argv])
+        assert e.value.code == 2 and said in capsys.readouterr().err
+        assert not (tmp_path / "g").exists()
