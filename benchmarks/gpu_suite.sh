@@ -8,6 +8,9 @@
 #   benchmarks/gpu_suite.sh instgrid   seed grid at 2 and 4 instances, torch + ORT, fp32/fp16/amp, b1/16/64
 #   benchmarks/gpu_suite.sh scaling    fp16, b1 and b16, 1/2/4/8 instances, process vs streams
 #   benchmarks/gpu_suite.sh roofline   ResNet-50 fp16 vs the fp16 matmul roofline; NVML counter vs integrated power
+#   benchmarks/gpu_suite.sh refgrid12  the reference experiment's shape, for the search's evaluation at its size:
+#   benchmarks/gpu_suite.sh refgrid34  torch fp32/tf32/fp16/amp x b1..64 x 1-4 instances, 2 repeats (224 rows in
+#                                      all), in two calls of 112 rows (instances 1,2 then 3,4)
 # Run folders live in $RUNS (default /tmp/gpuruns) so a part cut by its time limit resumes on the next call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +44,10 @@ case "$part" in
               bench "scaling-$mode" --device dgpu-quick --precisions fp16 --batches 1,16 --instances 1,2,4,8 \
                 --mode "$mode" --repeats 1 2>&1 | tee "$OUT/scaling-$mode.log" | tail -12
             done ;;
+  refgrid12|refgrid34)
+            n=${part#refgrid}
+            bench "$part" --device dgpu-quick --precisions fp32,tf32,fp16,amp --batches 1,2,4,8,16,32,64 \
+              --instances "${n:0:1},${n:1:1}" --repeats 2 2>&1 | tee "$OUT/$part.log" | tail -8 ;;
   roofline) python3 benchmarks/gpu_roofline_energy.py --seconds 3 2>&1 | tee "$OUT/roofline.log" ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
