@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuout}; RUNS=${RUNS:-/tmp/gpuruns}; LIMIT=${LIMIT:-540}
 mkdir -p "$OUT" "$RUNS"
 export PYTHONUNBUFFERED=1 EDGEBENCH_CACHE=${EDGEBENCH_CACHE:-/tmp/ebcache}
-part=${1:?part: tests|overhead|grid|ortgrid|instgrid|scaling|roofline}
+part=${1:?part: tests|overhead|grid|ortgrid|instgrid|scaling|roofline|refgrid12|refgrid4}
 
 bench() {  # bench NAME ARGS... : start or resume the run folder $RUNS/NAME, copy its results to $OUT
   local name=$1; shift

@@ -1,6 +1,7 @@
 """The search on a real grid of the reference experiment's shape (docs/results/search/refgrid: H200, ResNet-50 torch,
 fp32 / tf32 / fp16 / amp x batch 1..64 x 1, 2, 4 instances x 2 repeats, 84 configurations, 168 rows): the best
-throughput with p90 <= 3.928 ms (the evaluation's fixed limit set for this grid) is the grid's own answer, reached
+throughput with p90 <= 3.928 ms and an accuracy drop <= 1 pp (the evaluation's fixed limit set for this grid;
+every drop there is 0) is the grid's own answer, reached
 from under the issue's 30% of the rows. Replayed with the default gp, as `bench --search best` would run it; about
 half a minute on a 2-core machine."""
 
@@ -23,7 +24,7 @@ GRID = Path(__file__).resolve().parents[2] / "docs" / "results" / "search" / "re
 def test_the_best_under_an_slo_on_the_reference_shape_grid_comes_from_a_fraction_of_it():
     points, rows = benchmark_module("search_eval").points_of(list(load_source(GRID).rows))
     assert len(points) == 84 and len(rows) == 168
-    goal = Goal("best", "throughput", Limits(slo_ms=3.928, percentile="p90"))
+    goal = Goal("best", "throughput", Limits(slo_ms=3.928, percentile="p90", max_accuracy_drop_pct=1.0))
     (truth,) = answer_keys(goal, rows.values(), points)
     assert {p.key: p.label for p in points}[truth] == "torch amp b32 cuda:0 [cuda_graph=True]"
     final, picks, got = replay(points, rows.__getitem__, goal, seed=0, surrogate="gp")
