@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from edgebench.answer.candidates import IDENTITY
+from edgebench.answer.candidates import IDENTITY, load_source
 from edgebench.search.decide import Decision, decide
 from edgebench.search.goal import Goal, current_answer
 from edgebench.search.space import SearchPoint, make_point
@@ -37,6 +37,12 @@ def benchmark_module(name: str) -> ModuleType:
     if str(BENCHMARKS) not in sys.path:
         sys.path.append(str(BENCHMARKS))
     return importlib.import_module(name)
+
+
+def stored_grid(path: Path) -> tuple[list[SearchPoint], dict[str, dict[str, Any]]]:
+    """A measured grid as the search sees its plan: benchmarks/search_eval.points_of itself (one point per
+    configuration, its rows in repeat order; every row by config hash), so a test replays what the evaluation does."""
+    return benchmark_module("search_eval").points_of(list(load_source(path).rows))
 
 
 def latency_ms(precision: str, batch: int, instances: int) -> float:

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from search_landscape import answer_keys, benchmark_module, point_of, replay
+from search_landscape import answer_keys, point_of, replay, stored_grid
 
 from edgebench.answer.best import Limits
-from edgebench.answer.candidates import IDENTITY, load_source
+from edgebench.answer.candidates import IDENTITY
 from edgebench.search.decide import decide
 from edgebench.search.goal import Goal
 from edgebench.search.space import SearchPoint, make_point
@@ -31,12 +31,6 @@ from edgebench.search.space import SearchPoint, make_point
 pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
-
-
-def stored_grid(path: Path) -> tuple[list[SearchPoint], dict[str, dict[str, Any]]]:
-    """A measured grid as the search sees its plan: benchmarks/search_eval.points_of itself (one point per
-    configuration, its rows in repeat order; every row by config hash), so the test replays what the evaluation does."""
-    return benchmark_module("search_eval").points_of(list(load_source(path).rows))
 
 
 def labels(points: list[SearchPoint], keys) -> list[str]:

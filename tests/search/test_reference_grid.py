@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from search_landscape import answer_keys, benchmark_module, replay
+from search_landscape import answer_keys, replay, stored_grid
 
 from edgebench.answer.best import Limits
-from edgebench.answer.candidates import load_source
 from edgebench.search.goal import Goal
 
 pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
@@ -22,7 +21,7 @@ GRID = Path(__file__).resolve().parents[2] / "docs" / "results" / "search" / "re
 
 
 def test_the_best_under_an_slo_on_the_reference_shape_grid_comes_from_a_fraction_of_it():
-    points, rows = benchmark_module("search_eval").points_of(list(load_source(GRID).rows))
+    points, rows = stored_grid(GRID)
     assert len(points) == 84 and len(rows) == 168
     goal = Goal("best", "throughput", Limits(slo_ms=3.928, percentile="p90", max_accuracy_drop_pct=1.0))
     (truth,) = answer_keys(goal, rows.values(), points)
