@@ -17,9 +17,11 @@ The order of a search:
    best under limits: P(meets every limit) x P(beats the current best beyond its 95% interval: a configuration
    inside it would tie, not change the answer), from the predictive normals; a configuration one of whose repeats
    (an invalid one included) already misses a limit can never meet it, and is not a candidate;
-   Pareto: P(its median, with its next row added to the rows it has, is dominated by no front member taken at
-   the far end of its 95% interval: inside the intervals it would tie with the front, not change it), by
-   sampling the predictive normals;
+   Pareto: P(it joins the front beyond the noise of its repeats), by sampling: its next row from the predictive
+   normals, the rest of its planned repeats around that row with the spread measured between repeats so far,
+   and it counts when, at the worse end of the interval all those rows give it, no front member at the better
+   end of its own interval dominates it (the rule by which the full grid's repeats settle a configuration on the
+   front; one that could join only within the noise would leave the front open, not change it);
    best: while P(some candidate changes the answer) = 1 - prod(1 - P_i) >= explore_min_prob, and while nothing
    measured meets every limit (no answer yet), P(some candidate meets every limit): a search never stops with "no
    answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
@@ -43,7 +45,6 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,8 @@ from typing import Any
 
 from edgebench.answer.best import with_accuracy_drop
 from edgebench.answer.candidates import empty_reason
-from edgebench.answer.pareto import dominates
+from edgebench.answer.intervals import median_ci
+from edgebench.answer.pareto import dominates, interval_end
 from edgebench.search.design import distrust, effective_features, farthest, uncovered
 from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
@@ -174,8 +176,8 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
         if confirm is not None:
             best_pick = confirm
         else:
-            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob, left_out),
-                                        blocked),
+            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob, left_out,
+                                                      goal.mode == "pareto"), blocked),
                             answers, predictions)
     if best_pick is None:
         confirm = _confirm(points, by_hash, answers)
@@ -221,7 +223,8 @@ def _answer_clause(model: str, st: ModelState | None, points: Sequence[SearchPoi
 
 
 def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
-                  rows: Mapping[str, dict[str, Any]], threshold: float, left_out: Mapping[str, str]) -> str:
+                  rows: Mapping[str, dict[str, Any]], threshold: float, left_out: Mapping[str, str],
+                  pareto: bool = False) -> str:
     """The stop line when no candidate is likely to change any model's answer: per model, what holds (the answer's
     repeats, or that there is none and how unlikely the unmeasured are to hold one), the most likely change, and
     the configurations left out for want of an accuracy drop (_unjudgeable)."""
@@ -241,8 +244,9 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
                     f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
         else:
-            text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to change the "
-                    f"answer (the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
+            change = "join the front beyond the noise of its repeats" if pareto else "change the answer"
+            text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to {change} "
+                    f"(the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
         parts.append(text + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
     explored_models = {p.model for p in explored}
@@ -339,8 +343,10 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         return None, preds, None, left_out
     scored = []
     by_pred = {p.key: p for p in preds}
+    noise = _repeat_noise(points, usable, metrics) if goal.mode == "pareto" else {}
     for p in candidates:
-        prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key])
+        prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key], noise,
+                                     p.planned_rows - len(status[p.key]))
         by_pred[p.key].p_change, by_pred[p.key].p_feasible = prob, p_feasible
         scored.append((prob, p))
     order = {q.key: i for i, q in enumerate(points)}  # ties: the earlier point of the plan's order
@@ -472,9 +478,10 @@ def _normal(normals: Normals, col: str, p: SearchPoint) -> tuple[float, float] |
 
 
 def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Normals,
-              metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()
-              ) -> tuple[float, float | None]:
-    """(P that measuring p changes the answer, P that p meets every limit; None in Pareto mode)."""
+              metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = (),
+              noise: Mapping[str, float] | None = None, rows_left: int | None = None) -> tuple[float, float | None]:
+    """(P that measuring p changes the answer, P that p meets every limit; None in Pareto mode). Pareto reads
+    `measured` (p's usable rows), `noise` and `rows_left` (_p_not_dominated)."""
     if goal.mode == "best":
         p_feasible = 1.0
         for col, bound in goal.limits.columns():
@@ -497,15 +504,26 @@ def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Nor
         return p_feasible * _phi(z if higher else -z), p_feasible
     if state is None or not state.front:
         return 1.0, None
-    return _p_not_dominated(p, state, normals, metrics, measured), None
+    return _p_not_dominated(p, state, normals, metrics, measured, noise, rows_left), None
 
 
 def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
-                     metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()) -> float:
-    """Share of samples of p's next row that leave p, at the median of its usable rows with that one, dominated by
-    no front member (each at the far end of its interval: within it p would tie, not change the front). The
-    objectives are drawn independently: drawing their errors together (a configuration faster than predicted is
-    also lower in latency and energy) moved no replay in docs/results/search by a row, so the simpler draw stays."""
+                     metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = (),
+                     noise: Mapping[str, float] | None = None, rows_left: int | None = None) -> float:
+    """P that p joins the front beyond the noise of its repeats: the share of samples in which p, with every row
+    it can still be given, is dominated by no front member even at the worse end of its own interval, each
+    member at the better (far) end of its. That is how the full grid's repeats settle a configuration on the front
+    (answer.pareto.membership_settled); a configuration that could join only within the noise, its interval
+    straddling a member's, would leave the front open between them, not change it.
+
+    A sample: the next row drawn from the predictive normal; each further row p can still be given (`rows_left`:
+    its planned rows not yet measured, any status; default planned minus `measured`) that value plus the noise
+    between repeats (`noise`: per metric, the pooled spread measured so far, modelled units; 0 while no
+    configuration has two rows, then those rows equal the draw); p's median and interval over those rows and its
+    usable ones (`measured`) by the answer layer's rule (answer.intervals.median_ci). With one row (a plan of one
+    repeat) the worse end is the median: as before the repeats were read. The objectives are drawn independently:
+    drawing their errors together (a configuration faster than predicted is also lower in latency and energy) moved
+    no replay in docs/results/search by a row, so the simpler draw stays."""
     rng = random.Random(zlib.crc32(p.key.encode()))
     mine = []
     for col, higher in metrics:
@@ -516,14 +534,36 @@ def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
     front = [tuple(-v if higher else v for v, (_c, higher) in zip(member, metrics))
              for member in state.front_far]
     have = {col: [float(r[col]) for r in measured if r.get(col) is not None] for _n, _h, col in mine}
+    spread = noise or {}
+    more = max((p.planned_rows - len(measured) if rows_left is None else rows_left) - 1, 0)  # rows after the next
     kept = 0
     for _ in range(PARETO_SAMPLES):
         sample = []
         for (mu, sd), higher, col in mine:
-            v = inverse(col, rng.gauss(mu, sd))
-            if have[col]:
-                v = statistics.median([*have[col], v])
+            f = rng.gauss(mu, sd)
+            sigma = spread.get(col, 0.0)
+            vals = [*have[col], inverse(col, f), *(inverse(col, f + rng.gauss(0.0, sigma)) for _ in range(more))]
+            v = interval_end(median_ci(vals), higher, "worse")
+            assert v is not None  # vals holds the drawn row
             sample.append(-v if higher else v)
         if not any(dominates(m, tuple(sample)) for m in front):
             kept += 1
     return kept / PARETO_SAMPLES
+
+
+def _repeat_noise(points: Sequence[SearchPoint], usable: Mapping[str, list[dict[str, Any]]],
+                  metrics: list[tuple[str, bool]]) -> dict[str, float]:
+    """Per metric, the pooled standard deviation between repeats of one configuration, in the modelled units
+    (configurations with >= 2 usable rows of it); 0 while none has two."""
+    out = {}
+    for col, _higher in metrics:
+        ss, dof = 0.0, 0
+        for p in points:
+            ys = [t for r in usable[p.key]
+                  if r.get(col) is not None and (t := transform(col, float(r[col]))) is not None]
+            if len(ys) >= 2:
+                m = sum(ys) / len(ys)
+                ss += sum((y - m) ** 2 for y in ys)
+                dof += len(ys) - 1
+        out[col] = math.sqrt(ss / dof) if dof else 0.0
+    return out
