@@ -1,4 +1,6 @@
-"""Replay one search on a stored grid and print every pick (a record: how pareto-seed4-trace.txt was written).
+"""Replay one search on a stored grid and print every pick (a record: how pareto-seed4-trace.txt was written;
+pareto-seed4-trace-53fc863.txt is the same command at commit 53fc863, before dc2a1b2 changed how a front's candidate
+is judged).
 Run from the repository root:
 
     PYTHONPATH=$PWD .venv/bin/python docs/results/search/refgrid/trace_search.py \\
