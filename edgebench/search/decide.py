@@ -17,11 +17,11 @@ The order of a search:
    best under limits: P(meets every limit) x P(beats the current best beyond its 95% interval: a configuration
    inside it would tie, not change the answer), from the predictive normals; a configuration one of whose repeats
    (an invalid one included) already misses a limit can never meet it, and is not a candidate;
-   Pareto: P(it joins the front beyond the noise of its repeats), by sampling: its next row from the predictive
-   normals, the rest of its planned repeats around that row with the spread measured between repeats so far,
-   and it counts when, at the worse end of the interval all those rows give it, no front member at the better
-   end of its own interval dominates it (the rule by which the full grid's repeats settle a configuration on the
-   front; one that could join only within the noise would leave the front open, not change it);
+   Pareto: P(it changes the front beyond the intervals of the repeats), by sampling its next row from the
+   predictive normals: it counts when, at the worse end of the interval of its rows with that one, no member at
+   the better end of its own dominates it, or it dominates one so taken (a looser form of the verdicts by which
+   the full grid's repeats settle a front; one that could only tie with a member within their intervals would
+   leave the front open, not change it; _p_not_dominated);
    best: while P(some candidate changes the answer) = 1 - prod(1 - P_i) >= explore_min_prob, and while nothing
    measured meets every limit (no answer yet), P(some candidate meets every limit): a search never stops with "no
    answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
@@ -176,8 +176,11 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
         if confirm is not None:
             best_pick = confirm
         else:
+            change = None if goal.mode != "pareto" else (
+                "change the front beyond the intervals of the repeats" if any(p.planned_rows > 1 for p in points)
+                else "change the front")
             return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob, left_out,
-                                                      goal.mode == "pareto"), blocked),
+                                                      change), blocked),
                             answers, predictions)
     if best_pick is None:
         confirm = _confirm(points, by_hash, answers)
@@ -224,10 +227,11 @@ def _answer_clause(model: str, st: ModelState | None, points: Sequence[SearchPoi
 
 def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
                   rows: Mapping[str, dict[str, Any]], threshold: float, left_out: Mapping[str, str],
-                  pareto: bool = False) -> str:
+                  change: str | None = None) -> str:
     """The stop line when no candidate is likely to change any model's answer: per model, what holds (the answer's
     repeats, or that there is none and how unlikely the unmeasured are to hold one), the most likely change, and
-    the configurations left out for want of an accuracy drop (_unjudgeable)."""
+    the configurations left out for want of an accuracy drop (_unjudgeable). `change`: what counts as a change, in
+    words ("change the answer" when None)."""
     many = len(explored) > 1
     parts = []
     for pick in explored:
@@ -244,7 +248,7 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
                     f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
         else:
-            change = "join the front beyond the noise of its repeats" if pareto else "change the answer"
+            change = change or "change the answer"
             text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to {change} "
                     f"(the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
@@ -331,7 +335,8 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
                     f"{p.label}: space-filling, the surrogate cannot tell configurations apart yet ({untrusted}; "
                     f"{len(tried)} of up to {design_size} configurations in the design)", model=model), preds, None, ""
     # measured once or twice and outside the answer: one draw can hide a configuration that belongs in it (a slow
-    # repeat of the true best); the surrogate, fitted on its rows and the rest, says how likely that is
+    # repeat of the true best); the surrogate, fitted on its rows and the rest, says how likely that is (Pareto:
+    # likely only if the worse end of its rows could escape the front, which a dominated row's cannot)
     in_answer = set(state.answer_keys) if state is not None else set()
     retry = [p for p in points if usable[p.key] and p.key not in in_answer and not _exhausted(p, status[p.key])]
     # a configuration one of whose repeats (an invalid one included) misses a limit never meets it (answer.best's
@@ -343,10 +348,8 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         return None, preds, None, left_out
     scored = []
     by_pred = {p.key: p for p in preds}
-    noise = _repeat_noise(points, usable, metrics) if goal.mode == "pareto" else {}
     for p in candidates:
-        prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key], noise,
-                                     p.planned_rows - len(status[p.key]))
+        prob, p_feasible = _p_change(p, goal, state, normals, metrics, usable[p.key])
         by_pred[p.key].p_change, by_pred[p.key].p_feasible = prob, p_feasible
         scored.append((prob, p))
     order = {q.key: i for i, q in enumerate(points)}  # ties: the earlier point of the plan's order
@@ -478,10 +481,10 @@ def _normal(normals: Normals, col: str, p: SearchPoint) -> tuple[float, float] |
 
 
 def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Normals,
-              metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = (),
-              noise: Mapping[str, float] | None = None, rows_left: int | None = None) -> tuple[float, float | None]:
+              metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()
+              ) -> tuple[float, float | None]:
     """(P that measuring p changes the answer, P that p meets every limit; None in Pareto mode). Pareto reads
-    `measured` (p's usable rows), `noise` and `rows_left` (_p_not_dominated)."""
+    `measured`, p's usable rows (_p_not_dominated)."""
     if goal.mode == "best":
         p_feasible = 1.0
         for col, bound in goal.limits.columns():
@@ -504,26 +507,29 @@ def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Nor
         return p_feasible * _phi(z if higher else -z), p_feasible
     if state is None or not state.front:
         return 1.0, None
-    return _p_not_dominated(p, state, normals, metrics, measured, noise, rows_left), None
+    return _p_not_dominated(p, state, normals, metrics, measured), None
 
 
 def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
-                     metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = (),
-                     noise: Mapping[str, float] | None = None, rows_left: int | None = None) -> float:
-    """P that p joins the front beyond the noise of its repeats: the share of samples in which p, with every row
-    it can still be given, is dominated by no front member even at the worse end of its own interval, each
-    member at the better (far) end of its. That is how the full grid's repeats settle a configuration on the front
-    (answer.pareto.membership_settled); a configuration that could join only within the noise, its interval
-    straddling a member's, would leave the front open between them, not change it.
+                     metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()) -> float:
+    """P that p's next row changes the front beyond the noise of its repeats: the share of samples in which p, with
+    its usable rows (`measured`) and that row, taken at the worse end of their interval (answer.intervals), is
+    dominated by no member taken at the better (far) end of its own, or dominates one so taken.
 
-    A sample: the next row drawn from the predictive normal; each further row p can still be given (`rows_left`:
-    its planned rows not yet measured, any status; default planned minus `measured`) that value plus the noise
-    between repeats (`noise`: per metric, the pooled spread measured so far, modelled units; 0 while no
-    configuration has two rows, then those rows equal the draw); p's median and interval over those rows and its
-    usable ones (`measured`) by the answer layer's rule (answer.intervals.median_ci). With one row (a plan of one
-    repeat) the worse end is the median: as before the repeats were read. The objectives are drawn independently:
-    drawing their errors together (a configuration faster than predicted is also lower in latency and energy) moved
-    no replay in docs/results/search by a row, so the simpler draw stays."""
+    Those are the two verdicts by which the full grid's repeats settle a front (answer.pareto.membership_settled:
+    on the front even at the worse end of its interval; off it, dominated at its better end by another at its worse
+    end). A configuration that could only tie with a member within their intervals leaves the front open between
+    them, and does not hold the search. The search's form is looser than the grid's, so it explores more, not less:
+    p's interval is over the rows it would have after its next one (its further planned repeats would widen it); a
+    member with fewer rows than planned is at the better end of the rows it has (its median with one); only the
+    current members are compared.
+    What it settles: a configuration measured once and dominated (its row beaten by a member's median) is not given
+    another repeat, since the worse end of its rows is no better than that row (with up to 8 rows, where the
+    interval is [min, max]); before, the median of its row and one draw was judged, and one lucky draw asked for a
+    repeat that could at most tie (13 of the 58 rows of a reference-shape replay: docs/results/search/pareto-noise).
+    With no rows yet the sample is the draw itself, as before. The objectives are drawn independently: drawing
+    their errors together (a configuration faster than predicted is also lower in latency and energy) moved no
+    replay in docs/results/search by a row, so the simpler draw stays."""
     rng = random.Random(zlib.crc32(p.key.encode()))
     mine = []
     for col, higher in metrics:
@@ -534,36 +540,14 @@ def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
     front = [tuple(-v if higher else v for v, (_c, higher) in zip(member, metrics))
              for member in state.front_far]
     have = {col: [float(r[col]) for r in measured if r.get(col) is not None] for _n, _h, col in mine}
-    spread = noise or {}
-    more = max((p.planned_rows - len(measured) if rows_left is None else rows_left) - 1, 0)  # rows after the next
     kept = 0
     for _ in range(PARETO_SAMPLES):
         sample = []
         for (mu, sd), higher, col in mine:
-            f = rng.gauss(mu, sd)
-            sigma = spread.get(col, 0.0)
-            vals = [*have[col], inverse(col, f), *(inverse(col, f + rng.gauss(0.0, sigma)) for _ in range(more))]
-            v = interval_end(median_ci(vals), higher, "worse")
-            assert v is not None  # vals holds the drawn row
-            sample.append(-v if higher else v)
-        if not any(dominates(m, tuple(sample)) for m in front):
+            worse = interval_end(median_ci([*have[col], inverse(col, rng.gauss(mu, sd))]), higher, "worse")
+            assert worse is not None  # the interval holds the drawn row
+            sample.append(-worse if higher else worse)
+        mine_now = tuple(sample)
+        if not any(dominates(m, mine_now) for m in front) or any(dominates(mine_now, m) for m in front):
             kept += 1
     return kept / PARETO_SAMPLES
-
-
-def _repeat_noise(points: Sequence[SearchPoint], usable: Mapping[str, list[dict[str, Any]]],
-                  metrics: list[tuple[str, bool]]) -> dict[str, float]:
-    """Per metric, the pooled standard deviation between repeats of one configuration, in the modelled units
-    (configurations with >= 2 usable rows of it); 0 while none has two."""
-    out = {}
-    for col, _higher in metrics:
-        ss, dof = 0.0, 0
-        for p in points:
-            ys = [t for r in usable[p.key]
-                  if r.get(col) is not None and (t := transform(col, float(r[col]))) is not None]
-            if len(ys) >= 2:
-                m = sum(ys) / len(ys)
-                ss += sum((y - m) ** 2 for y in ys)
-                dof += len(ys) - 1
-        out[col] = math.sqrt(ss / dof) if dof else 0.0
-    return out

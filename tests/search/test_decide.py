@@ -268,11 +268,11 @@ def test_a_configuration_inside_a_members_intervals_ties_with_the_front_rather_t
     assert _p_not_dominated(p, state, normals, metrics) > 0.95
 
 
-def test_another_repeat_is_judged_by_the_median_it_would_move_not_by_one_draw():
+def test_another_repeat_is_judged_by_the_rows_it_would_join_not_by_one_draw():
     from edgebench.search.decide import _p_not_dominated
 
     # the surrogate gives the next row an even chance of escaping the member; the rows already measured sit far
-    # behind it, so their median with that row stays dominated
+    # behind it, so the worse end of their interval with that row stays dominated
     p, state, normals, metrics = _pareto_case((1000.0, 10.0), (1000.0, 10.0), (1000.0, 10.0), sd=0.05)
     alone = _p_not_dominated(p, state, normals, metrics)
     behind = [{"throughput_ips": 600.0, "latency_ms_p90": 16.0}, {"throughput_ips": 620.0, "latency_ms_p90": 15.0}]
@@ -281,39 +281,31 @@ def test_another_repeat_is_judged_by_the_median_it_would_move_not_by_one_draw():
     assert with_rows < 0.05
 
 
-def test_a_configuration_that_escapes_a_member_only_within_the_repeat_noise_ties_rather_than_changing_it():
+def test_a_dominated_row_earns_no_repeat_however_likely_a_fast_next_draw():
     from edgebench.search.decide import _p_not_dominated
 
-    # predicted 1% faster than the member (and slower in latency: a trade-off), the prediction itself tight
-    p, state, normals, metrics = _pareto_case((1000.0, 10.0), (1000.0, 10.0), (1010.0, 10.5), sd=0.005)
-    quiet = _p_not_dominated(p, state, normals, metrics, noise={}, rows_left=2)
-    assert quiet > 0.95  # no repeat noise measured: its two rows equal the draw, which escapes
-    # 5% between repeats: the slower of its two rows, the worse end of its interval, is behind the member about
-    # as often as not, so it would straddle the front (P = 0.98 x P(e > -1%) ~ 0.57), not change it
-    noisy = {"throughput_ips": 0.05, "latency_ms_p90": 0.05}
-    tie = _p_not_dominated(p, state, normals, metrics, noise=noisy, rows_left=2)
-    assert 0.4 < tie < 0.7, tie
-    # a plan of one repeat has no interval: its worse end is its one row, as it was read before
-    one = _p_not_dominated(p, state, normals, metrics, noise=noisy, rows_left=1)
-    assert one == _p_not_dominated(p, state, normals, metrics, noise={}, rows_left=1) and one > 0.95
-    # a clear escape stays a change whatever the noise
-    p, state, normals, metrics = _pareto_case((1000.0, 10.0), (1000.0, 10.0), (1500.0, 10.5), sd=0.005)
-    assert _p_not_dominated(p, state, normals, metrics, noise=noisy, rows_left=3) > 0.95
+    # the member at (1000/s, 10 ms), its better end (1020/s, 9.8 ms); the configuration's one row (990/s, 10.2 ms)
+    # is dominated; the surrogate puts its next row far ahead (1200/s, 8 ms): its median with that row would escape,
+    # the worse end of the two rows (its own) cannot, so no repeat of it can settle it on the front
+    p, state, normals, metrics = _pareto_case((1000.0, 10.0), (1020.0, 9.8), (1200.0, 8.0), sd=0.02)
+    row = [{"throughput_ips": 990.0, "latency_ms_p90": 10.2}]
+    assert _p_not_dominated(p, state, normals, metrics, row) == 0.0
+    # not yet measured, the same prediction is a change: its one row would be the worse end
+    assert _p_not_dominated(p, state, normals, metrics) > 0.95
 
 
-def test_the_repeat_noise_is_pooled_over_configurations_with_two_usable_rows_or_more():
-    from edgebench.search.decide import _repeat_noise
+def test_a_configuration_that_would_settle_a_member_off_the_front_is_a_change_though_another_dominates_it():
+    from edgebench.search.decide import _p_not_dominated
+    from edgebench.search.goal import ModelState
 
-    a, b, c = (make_point(fields_of(prec, 4, 1), [f"{prec}0", f"{prec}1", f"{prec}2"]) for prec in
-               ("fp32", "fp16", "int8"))
-    usable = {a.key: [{"throughput_ips": 100.0}, {"throughput_ips": 110.0}, {"throughput_ips": None}],
-              b.key: [{"throughput_ips": 200.0}, {"throughput_ips": 180.0}, {"throughput_ips": 190.0}],
-              c.key: [{"throughput_ips": 50.0}]}  # one row: says nothing of the spread between repeats
-    got = _repeat_noise([a, b, c], usable, [("throughput_ips", True), ("latency_ms_p90", False)])
-    logs_a, logs_b = [math.log(100.0), math.log(110.0)], [math.log(v) for v in (200.0, 180.0, 190.0)]
-    ss = sum((y - sum(ys) / len(ys)) ** 2 for ys in (logs_a, logs_b) for y in ys)
-    assert got["throughput_ips"] == pytest.approx(math.sqrt(ss / (1 + 2)))
-    assert got["latency_ms_p90"] == 0.0  # no row has it
+    # m1's better end (110/s, 9.7 ms) dominates the candidate (106/s, 9.75 ms), which dominates m2's better end
+    # (104/s, 9.8 ms): the full grid would settle m2 off the front, so measuring the candidate can change it
+    p, _state, normals, metrics = _pareto_case((105.0, 10.0), (110.0, 9.7), (106.0, 9.75), sd=0.001)
+    state = ModelState("net", metrics, answer_keys=["m1", "m2"], front=[(105.0, 10.0), (104.0, 9.8)],
+                       front_far=[(110.0, 9.7), (104.0, 9.8)])
+    assert _p_not_dominated(p, state, normals, metrics) > 0.95
+    state.front_far = state.front_far[:1]  # m1 alone: the candidate is dominated and changes nothing
+    assert _p_not_dominated(p, state, normals, metrics) < 0.05
 
 
 def test_the_front_state_holds_each_members_better_interval_end(landscape):
