@@ -544,9 +544,11 @@ def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
     for _ in range(PARETO_SAMPLES):
         sample = []
         for (mu, sd), higher, col in mine:
-            worse = interval_end(median_ci([*have[col], inverse(col, rng.gauss(mu, sd))]), higher, "worse")
-            assert worse is not None  # the interval holds the drawn row
-            sample.append(-worse if higher else worse)
+            v = inverse(col, rng.gauss(mu, sd))
+            if have[col]:  # with no rows yet the draw is its own worse end
+                end = interval_end(median_ci([*have[col], v]), higher, "worse")
+                v = v if end is None else end
+            sample.append(-v if higher else v)
         mine_now = tuple(sample)
         if not any(dominates(m, mine_now) for m in front) or any(dominates(mine_now, m) for m in front):
             kept += 1

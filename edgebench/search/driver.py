@@ -138,8 +138,9 @@ def _measured(run_dir: Path) -> list[dict[str, Any]]:
 
 def open_members(fronts: list[Any]) -> list[str]:
     """One line per front whose measured intervals leave configurations' places open (answer.pareto's
-    membership_settled): the search stops when no configuration is likely to escape the members' intervals, so a
-    configuration inside them ties with the front and more repeats could move it on or off."""
+    membership_settled): the search stops when no configuration is likely to change the front beyond the
+    intervals of the repeats, so a configuration whose interval straddles a member's ties with the front and more
+    repeats could move it on or off."""
     lines = []
     for front in fronts:
         settled = membership_settled(front.points, front.objectives)
