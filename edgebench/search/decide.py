@@ -512,7 +512,7 @@ def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Nor
 
 def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
                      metrics: list[tuple[str, bool]], measured: Sequence[dict[str, Any]] = ()) -> float:
-    """P that p's next row changes the front beyond the noise of its repeats: the share of samples in which p, with
+    """P that p's next row changes the front beyond the intervals of the repeats: the share of samples in which p, with
     its usable rows (`measured`) and that row, taken at the worse end of their interval (answer.intervals), is
     dominated by no member taken at the better (far) end of its own, or dominates one so taken.
 
