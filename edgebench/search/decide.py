@@ -519,7 +519,8 @@ def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,
     Those are the two verdicts by which the full grid's repeats settle a front (answer.pareto.membership_settled:
     on the front even at the worse end of its interval; off it, dominated at its better end by another at its worse
     end). A configuration that could only tie with a member within their intervals leaves the front open between
-    them, and does not hold the search. The search's form is looser than the grid's, so it explores more, not less:
+    them, and does not hold the search. The search's form is looser than the grid's, so it explores more, not less
+    (with up to 8 rows a configuration, where every interval is [min, max]; from 9 the grid's can be narrower):
     p's interval is over the rows it would have after its next one (its further planned repeats would widen it); a
     member with fewer rows than planned is at the better end of the rows it has (its median with one); only the
     current members are compared.
