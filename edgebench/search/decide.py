@@ -176,7 +176,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
         if confirm is not None:
             best_pick = confirm
         else:
-            change = None if goal.mode != "pareto" else (
+            change = "change the answer" if goal.mode != "pareto" else (
                 "change the front beyond the intervals of the repeats" if any(p.planned_rows > 1 for p in points)
                 else "change the front")
             return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob, left_out,
@@ -227,11 +227,11 @@ def _answer_clause(model: str, st: ModelState | None, points: Sequence[SearchPoi
 
 def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
                   rows: Mapping[str, dict[str, Any]], threshold: float, left_out: Mapping[str, str],
-                  change: str | None = None) -> str:
+                  change: str = "change the answer") -> str:
     """The stop line when no candidate is likely to change any model's answer: per model, what holds (the answer's
     repeats, or that there is none and how unlikely the unmeasured are to hold one), the most likely change, and
     the configurations left out for want of an accuracy drop (_unjudgeable). `change`: what counts as a change, in
-    words ("change the answer" when None)."""
+    words."""
     many = len(explored) > 1
     parts = []
     for pick in explored:
@@ -248,7 +248,6 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
                     f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
         else:
-            change = change or "change the answer"
             text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to {change} "
                     f"(the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
                     + _answer_clause(pick.model, st, points, rows, False))

@@ -61,9 +61,7 @@ def test_a_settled_front_says_what_counted_as_a_change_by_its_plan_of_repeats():
     """Pareto: with repeats planned, a change is one beyond the intervals of the repeats, and the stop says so;
     with one repeat planned there is no interval, and the stop says plainly that nothing left is likely to change
     the front."""
-    from search_landscape import fields_of
-
-    from edgebench.search.space import make_point
+    from dataclasses import replace
 
     points, rows = grid()
     pareto = Goal("pareto")
@@ -71,12 +69,8 @@ def test_a_settled_front_says_what_counted_as_a_change_by_its_plan_of_repeats():
     assert final.stop is not None and final.stop.startswith(
         "settled: no configuration left is likely to change the front beyond the intervals of the repeats (the "
         "most likely, "), final.stop
-    single = [make_point(fields_of(*_levels(rows[p.hashes[0]])), p.hashes[:1]) for p in points]
+    single = [replace(p, hashes=p.hashes[:1]) for p in points]  # the same plan with one repeat each
     final, _picks, measured = replay(single, rows.__getitem__, pareto, surrogate="loglinear")
     assert final.stop is not None and final.stop.startswith(
         "settled: no configuration left is likely to change the front (the most likely, "), final.stop
     assert all(h.endswith("r0") for h in measured)
-
-
-def _levels(row: dict) -> tuple[str, int, int]:
-    return str(row["precision"]), int(row["batch"]), int(row["instances"])
