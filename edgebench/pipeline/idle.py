@@ -10,11 +10,16 @@ from edgebench.telemetry.row_fields import telemetry_fields
 
 
 def idle_applies(row: dict[str, Any], samplers: list[Any]) -> bool:
-    """The idle baseline was measured on NVML GPU 0 only: a GPU-board row on other/several GPUs gets no
-    dynamic energy (subtracting one GPU's idle power from two GPUs' power would be wrong)."""
+    """The idle baseline was measured on one GPU only, CUDA's GPU 0 (nvml.gpu_devices of no placement: NVML GPU 0,
+    or the first GPU CUDA_VISIBLE_DEVICES names): a GPU-board row on other/several GPUs gets no dynamic energy
+    (subtracting one GPU's idle power from two GPUs' power would be wrong)."""
     if row.get("power_scope") != "gpu-board":
         return True
-    return all(list(getattr(s, "devices", [0])) == [0] for s in samplers if getattr(s, "name", "") == "nvml")
+    from edgebench.telemetry.nvml import gpu_devices
+
+    baseline = gpu_devices(())
+    return all(list(getattr(s, "devices", baseline)) == baseline
+               for s in samplers if getattr(s, "name", "") == "nvml")
 
 
 def idle_baseline(profile: Profile) -> tuple[float | None, str]:

@@ -107,25 +107,29 @@ def nvml_status(nvml: Any = None) -> str | None:
 
 def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = None) -> list[int | str]:
     """The NVML devices (index, or UUID when CUDA_VISIBLE_DEVICES names GPUs by UUID) that a row's
-    placements use, in first-use order; [0] when no placement names a CUDA GPU (the GPU-0 default).
+    placements use, in first-use order; CUDA's GPU 0 when no placement names a CUDA GPU (the GPU-0 default:
+    also the GPU the idle baseline is measured on).
 
     `cuda:N` / `gpu:N` is the N-th GPU CUDA sees; `cuda` / `gpu` is GPU 0. CUDA_VISIBLE_DEVICES remaps
-    (e.g. "2,3": cuda:1 is NVML GPU 3). NVML numbers GPUs in PCI bus order; CUDA does too with
-    CUDA_DEVICE_ORDER=PCI_BUS_ID, and by default (FASTEST_FIRST) wherever the GPUs are of one model."""
+    (e.g. "2,3": cuda:1 is NVML GPU 3, and the default is NVML GPU 2). NVML numbers GPUs in PCI bus order; CUDA
+    does too with CUDA_DEVICE_ORDER=PCI_BUS_ID, and by default (FASTEST_FIRST) wherever the GPUs are of one model."""
     env = os.environ if environ is None else environ
     visible_text = env.get("CUDA_VISIBLE_DEVICES")
     visible = [v.strip() for v in visible_text.split(",") if v.strip()] if visible_text else None
+
+    def nvml_device(n: int) -> int | str:
+        if visible is not None and n < len(visible):
+            return int(visible[n]) if visible[n].isdigit() else visible[n]
+        return n
+
     out: list[int | str] = []
     for placement in placements_of(placements):
         if not placement.is_gpu:
             continue
-        n = placement.number
-        device: int | str = n
-        if visible is not None and n < len(visible):
-            device = int(visible[n]) if visible[n].isdigit() else visible[n]
+        device = nvml_device(placement.number)
         if device not in out:
             out.append(device)
-    return out or [0]
+    return out or [nvml_device(0)]
 
 
 def free_memory_mib(placement: str, nvml: Any = None) -> float | None:
@@ -234,10 +238,9 @@ class NvmlSampler(PollingSampler):
 
     @classmethod
     def create(cls, interval_s: float, sysfs_root: object = "/", placements: Sequence[str] = ()) -> NvmlSampler:
-        """Samples every GPU the row's placements use (their power and energy summed); GPU 0 without any."""
-        if placements:
-            return cls(interval_s=interval_s, devices=gpu_devices(placements))
-        return cls(interval_s=interval_s)
+        """Samples every GPU the row's placements use (their power and energy summed); without any, CUDA's GPU 0
+        (the idle baseline's GPU: NVML GPU 1 under CUDA_VISIBLE_DEVICES=1, not NVML GPU 0)."""
+        return cls(interval_s=interval_s, devices=gpu_devices(placements))
 
     @classmethod
     def throttle_verdict(cls, timeline: Timeline, start_ns: int, end_ns: int) -> tuple[bool, list[str]] | None:

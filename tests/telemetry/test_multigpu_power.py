@@ -50,6 +50,9 @@ def test_gpu_devices_follow_the_placements_and_cuda_visible_devices():
     assert gpu_devices(("gpu", "dla0"), {}) == [0]
     assert gpu_devices(("cuda:0", "cuda:1"), {"CUDA_VISIBLE_DEVICES": "2,3"}) == [2, 3]
     assert gpu_devices(("cuda:0",), {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}) == ["GPU-bbbb"]
+    # no GPU placement: CUDA's GPU 0, which CUDA_VISIBLE_DEVICES remaps like any other
+    assert gpu_devices(("cpu",), {"CUDA_VISIBLE_DEVICES": "1"}) == [1]
+    assert gpu_devices((), {"CUDA_VISIBLE_DEVICES": "3,2"}) == [3]
 
 
 # ---------------------------------------------------------------- the sampler
@@ -181,13 +184,30 @@ def test_system_json_says_why_without_nvml(monkeypatch):
     assert info["gpus"] is None and "Driver Not Loaded" in info["unavailable"]["gpus"]
 
 
-def test_idle_baseline_of_gpu0_is_not_subtracted_from_other_gpus():
+def test_idle_baseline_of_gpu0_is_not_subtracted_from_other_gpus(monkeypatch):
     from edgebench.pipeline.idle import idle_applies
 
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     one, two = SimpleNamespace(name="nvml", devices=[0]), SimpleNamespace(name="nvml", devices=[0, 1])
     assert idle_applies({"power_scope": "gpu-board"}, [one])
     assert not idle_applies({"power_scope": "gpu-board"}, [two])
     assert idle_applies({"power_scope": "cpu-package"}, [SimpleNamespace(name="host")])
+
+
+def test_under_cuda_visible_devices_the_idle_baseline_and_the_rows_are_on_the_same_gpu(monkeypatch):
+    """A sweep run with CUDA_VISIBLE_DEVICES=1 (one of two sweeps on a two-GPU host: measured so in
+    docs/results/search/refgrid-resnet18) samples NVML GPU 1 for its rows (cuda:0) and for its idle baseline (no
+    placement), and subtracts that baseline; before, the baseline sampled NVML GPU 0, the other sweep's GPU, and
+    every row left its dynamic energy empty."""
+    from edgebench.pipeline.idle import idle_applies
+    from edgebench.telemetry.nvml import NvmlSampler
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    idle = NvmlSampler.create(0.05)
+    row = NvmlSampler.create(0.05, placements=("cuda:0",))
+    assert idle.devices == [1] and row.devices == [1]
+    assert idle_applies({"power_scope": "gpu-board"}, [row])
+    assert not idle_applies({"power_scope": "gpu-board"}, [SimpleNamespace(name="nvml", devices=[0])])
 
 
 def test_int8_rows_name_their_calibration_source():
