@@ -3,7 +3,7 @@ search (the records of docs/results/search/eval.json, refgrid/fixed and refgrid-
 as of commit 31cd439 for these goals): per goal set, mode and grid, (searches, answer = truth, exact, median and
 largest share of rows, rows in all), and every search whose verdict moved.
 
-    python3 docs/results/search/tried-2026-11-30/compare.py docs/results/search/tried-2026-11-30/level-at-two-points
+    python3 docs/results/search/tried-2026-11-29b/compare.py docs/results/search/tried-2026-11-29b/level-at-two-points
 """
 import json
 import statistics
