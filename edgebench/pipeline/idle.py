@@ -12,7 +12,8 @@ from edgebench.telemetry.row_fields import telemetry_fields
 def idle_applies(row: dict[str, Any], samplers: list[Any]) -> bool:
     """The idle baseline was measured on one GPU only, CUDA's GPU 0 (nvml.gpu_devices of no placement: NVML GPU 0,
     or the first GPU CUDA_VISIBLE_DEVICES names): a GPU-board row on other/several GPUs gets no dynamic energy
-    (subtracting one GPU's idle power from two GPUs' power would be wrong)."""
+    (subtracting one GPU's idle power from two GPUs' power would be wrong). The baseline's GPU is worked out again
+    here from the environment, which nothing in a sweep changes."""
     if row.get("power_scope") != "gpu-board":
         return True
     from edgebench.telemetry.nvml import gpu_devices

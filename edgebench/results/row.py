@@ -208,7 +208,7 @@ def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str 
     """The empty_reasons step for a measured row (status ok or invalid): why a column a reader could take for an
     answer is empty, one 'column[, column]: why' entry each, '; '-joined, or None when no column needs one.
     `idle_absent`: why there is no idle baseline; None when there is one (an empty power_w_idle then means it does
-    not apply: measured on GPU 0 only, the row's power covers other GPUs). `latency`: the entries of the latency
+    not apply: measured on one GPU only, CUDA's GPU 0, the row's power covers other or more GPUs). `latency`: the entries of the latency
     percentiles too few inferences back (runner.metrics.percentile_gaps), first: validity is per metric, so an
     unbacked percentile is an empty cell with its reason here, never an invalid row."""
     out = list(latency)
@@ -228,6 +228,9 @@ def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str 
         elif idle_absent is not None:
             why = idle_absent
         else:
-            why = "the idle baseline was measured on GPU 0 only; this row's power covers other GPUs"
+            from edgebench.telemetry.nvml import gpu_devices
+
+            why = (f"the idle baseline was measured on one GPU only (NVML device {gpu_devices(())[0]}); this row's "
+                   "power covers other or more GPUs")
         out.append(f"power_w_idle, energy_per_inference_dynamic_mj: {why}")
     return "; ".join(out) or None

@@ -107,8 +107,8 @@ def nvml_status(nvml: Any = None) -> str | None:
 
 def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = None) -> list[int | str]:
     """The NVML devices (index, or UUID when CUDA_VISIBLE_DEVICES names GPUs by UUID) that a row's
-    placements use, in first-use order; CUDA's GPU 0 when no placement names a CUDA GPU (the GPU-0 default:
-    also the GPU the idle baseline is measured on).
+    placements use, in first-use order; CUDA's GPU 0 when no placement names a CUDA GPU (default_gpu: also the
+    GPU the idle baseline is measured on).
 
     `cuda:N` / `gpu:N` is the N-th GPU CUDA sees; `cuda` / `gpu` is GPU 0. CUDA_VISIBLE_DEVICES remaps
     (e.g. "2,3": cuda:1 is NVML GPU 3, and the default is NVML GPU 2). NVML numbers GPUs in PCI bus order; CUDA
@@ -119,7 +119,7 @@ def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = N
 
     def nvml_device(n: int) -> int | str:
         if visible is not None and n < len(visible):
-            return int(visible[n]) if visible[n].isdigit() else visible[n]
+            return int(visible[n]) if visible[n].isdecimal() else visible[n]
         return n
 
     out: list[int | str] = []
@@ -129,7 +129,17 @@ def gpu_devices(placements: Sequence[str], environ: Mapping[str, str] | None = N
         device = nvml_device(placement.number)
         if device not in out:
             out.append(device)
-    return out or [nvml_device(0)]
+    return out or [default_gpu(visible)]
+
+
+def default_gpu(visible: Sequence[str] | None) -> int:
+    """The NVML index of CUDA's GPU 0 (the GPU a row without a GPU placement, and the idle baseline, sample): the
+    first entry of CUDA_VISIBLE_DEVICES when it is an index ("1", "2,3"), else NVML GPU 0: unset or empty; a value
+    that hides every GPU ("-1", "none", as CPU-only sweeps on a GPU host set it); a UUID or MIG name, which NVML
+    opens only whole (CUDA also takes prefixes) and which must not stop a sweep's baseline where a CPU row ran
+    before. The GPU rows' own placements map UUIDs as before (gpu_devices)."""
+    first = visible[0] if visible else ""
+    return int(first) if first.isdecimal() else 0
 
 
 def free_memory_mib(placement: str, nvml: Any = None) -> float | None:

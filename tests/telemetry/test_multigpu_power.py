@@ -53,6 +53,11 @@ def test_gpu_devices_follow_the_placements_and_cuda_visible_devices():
     # no GPU placement: CUDA's GPU 0, which CUDA_VISIBLE_DEVICES remaps like any other
     assert gpu_devices(("cpu",), {"CUDA_VISIBLE_DEVICES": "1"}) == [1]
     assert gpu_devices((), {"CUDA_VISIBLE_DEVICES": "3,2"}) == [3]
+    # ... unless CUDA sees no GPU by it, or it names one by UUID (NVML opens only whole UUIDs, CUDA takes prefixes):
+    # then NVML GPU 0, as before, so a CPU-only sweep's baseline on a GPU host never stops on it
+    for hidden in ("-1", "none", "", "GPU-8932f9", "MIG-GPU-aaaa/1/0", "\u00b2"):
+        assert gpu_devices(("cpu",), {"CUDA_VISIBLE_DEVICES": hidden}) == [0], hidden
+    assert gpu_devices(("cuda:0",), {"CUDA_VISIBLE_DEVICES": "1,foo"}) == [1]
 
 
 # ---------------------------------------------------------------- the sampler
