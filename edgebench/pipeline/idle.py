@@ -6,6 +6,7 @@ from typing import Any
 
 from edgebench.config.profile import Profile
 from edgebench.telemetry import registry
+from edgebench.telemetry.nvml import gpu_devices
 from edgebench.telemetry.row_fields import telemetry_fields
 
 
@@ -16,8 +17,6 @@ def idle_applies(row: dict[str, Any], samplers: list[Any]) -> bool:
     here from the environment, which nothing in a sweep changes."""
     if row.get("power_scope") != "gpu-board":
         return True
-    from edgebench.telemetry.nvml import gpu_devices
-
     baseline = gpu_devices(())
     return all(list(getattr(s, "devices", baseline)) == baseline
                for s in samplers if getattr(s, "name", "") == "nvml")

@@ -228,9 +228,7 @@ def why_empty(row: Mapping[str, Any], samplers: Sequence[str], idle_absent: str 
         elif idle_absent is not None:
             why = idle_absent
         else:
-            from edgebench.telemetry.nvml import gpu_devices
-
-            why = (f"the idle baseline was measured on one GPU only (NVML device {gpu_devices(())[0]}); this row's "
-                   "power covers other or more GPUs")
+            why = ("the idle baseline was measured on one GPU only (CUDA's GPU 0: the first index CUDA_VISIBLE_DEVICES "
+                   "names, else NVML GPU 0); this row's power covers other or more GPUs")
         out.append(f"power_w_idle, energy_per_inference_dynamic_mj: {why}")
     return "; ".join(out) or None
