@@ -146,7 +146,8 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     """2 ms per inference on one shared device = 500 inferences/s; at 90/s per stream 5 streams fit (90%),
     6 streams (540/s) overload it and their p99 grows past the SLO (the backlog grows for 2.5 s: hundreds of
     ms). Latency without queueing would meet the SLO at every count and the search would answer max_streams
-    (12). The closed-loop capacity row at 2 streams admits 5 (~470/s); 6 is probed once as the first miss. A 10 s
+    (12). The closed-loop capacity row at 2 streams admits 5 (~470/s); 6 is probed once as the first miss (or 5 is,
+    where a busy machine serves less: then the answer is 4, the capacity row's bound less one). A 10 s
     horizon: windows of at most 6 s cannot bound growth over 600 s at 90% load (the horizon tests do)."""
     pytest.importorskip("torch", reason="the sweep exports tiny_cnn to ONNX with torch (pip install 'edgebench[export]')")
     sleep_s, rate_hz = 0.002, 90.0
@@ -166,10 +167,14 @@ def test_slo_search_on_a_serial_device_finds_its_computable_capacity(tmp_path: P
     assert search["capped_at_max_streams"] == "false"
     assert all(r["scenario"] == "slo-search" and r["slo_ms"] == "100.0" for r in rows.values())
     assert rows[found]["slo_met"] == "true"
-    over = min(n for n in rows if n > capacity)  # the search probed some overloaded count
+    over = min(n for n in rows if n > found)  # the first count probed above the answer: its first miss
     assert rows[over]["slo_met"] == "false"
     assert float(rows[over]["offered_rate_hz"]) == over * rate_hz
-    assert float(rows[over]["achieved_rate_hz"]) < 0.97 * float(rows[over]["offered_rate_hz"])
+    # overloaded: served short of what it was offered, or its backlog proven to grow through the window (at 5
+    # streams, 90% of the device's 500/s, on a busy 2-core box whose closed loop serves ~465/s: 438 of 450/s
+    # served, the row invalid with why)
+    short = float(rows[over]["achieved_rate_hz"]) < 0.97 * float(rows[over]["offered_rate_hz"])
+    assert short or (rows[over]["status"] == "invalid" and "backlog grew" in rows[over]["reason"]), rows[over]
     assert float(rows[2]["achieved_rate_hz"]) == pytest.approx(2 * rate_hz, rel=0.05)
     # every probe's row.json keeps the origin its streams counted their arrivals from, after the start signal
     metas = [json.loads((run / r["artifact_dir"] / "row.json").read_text()) for r in rows.values()]
