@@ -86,6 +86,15 @@ def null_cfg(instances: int, **kw) -> RunConfig:
 
 # ------------------------------------------------------------------------------------------ end to end
 
+def settled(rows: list[dict]) -> list[dict]:
+    """The rows without a probe repeat measured again: a stalled moment on a busy box can leave a probe's short
+    window unable to exclude growth (slo_verdict unmeasured), and the search then measures that repeat again with
+    the longer window that could tell; both rows are written, and the repeat's verdict is the later one's."""
+    return [r for i, r in enumerate(rows) if not (
+        r["slo_verdict"] == "unmeasured" and i + 1 < len(rows)
+        and (rows[i + 1]["instances"], rows[i + 1]["repeat"]) == (r["instances"], r["repeat"]))]
+
+
 def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artifact_cache, tiny_onnx, capsys):
     """0.2 ms per inference on one serial device at 300 arrivals/s per stream: 4 streams keep it 24% busy, and the
     SLO (1 s) is far from anything but a stalled machine. The search from 2 streams to at most 4 measures its
@@ -102,6 +111,8 @@ def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artif
     assert search["arrival"] == "random" and search["repeats_per_count"] == "3"
     assert len(search["p99_ms_repeats_at_max"].split(";")) == 3
     assert search["holds_at_max"].startswith("holds for 60 s: p99 ")
+    every, rows = rows, settled(rows)
+    assert len(every) - len(rows) <= 1, search["probes"]
     assert [(r["instances"], r["repeat"], r["scenario"]) for r in rows] == [
         ("2", "0", "closed-loop"), ("2", "0", "slo-search"), ("2", "1", "slo-search"), ("2", "2", "slo-search"),
         ("4", "0", "slo-search"), ("4", "1", "slo-search"), ("4", "2", "slo-search")]
@@ -112,14 +123,16 @@ def test_a_repeated_search_end_to_end_and_its_resume_after_a_cut(tmp_path, artif
     assert "random arrivals]: at least 4 streams of 300/s keep p99 <= 1000 ms on every one of 3 repeat(s)" in \
         capsys.readouterr().out
 
-    # cut after the fifth row: the search line and the last two probe rows are gone
+    # cut after the fifth row (a repeat measured again counted once): the search line and the last two probe rows
+    # are gone
+    cut = every.index(rows[4]) + 1
     lines = (run / "results.csv").read_text().splitlines(keepends=True)
-    (run / "results.csv").write_text("".join(lines[:6]))
+    (run / "results.csv").write_text("".join(lines[:cut + 1]))
     (run / "slo_search.csv").unlink()
     assert main(["--cache", str(artifact_cache.root), "bench", "--resume", str(run)]) == 0
     again = read_rows(run / "results.csv")
-    assert again[:5] == rows[:5]  # reused as they were
-    assert [(r["instances"], r["repeat"]) for r in again[5:]] == [("4", "1"), ("4", "2")]
+    assert again[:cut] == every[:cut]  # reused as they were
+    assert [(r["instances"], r["repeat"]) for r in settled(again)[5:]] == [("4", "1"), ("4", "2")]
     (resumed,) = read_rows(run / "slo_search.csv")
     assert resumed["answer"] == "at least 4" and resumed["p99_ms_repeats_at_max"].split(";")[0] == \
         f"{float(rows[4]['latency_ms_p99']):.4g}"
