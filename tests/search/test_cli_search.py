@@ -173,7 +173,12 @@ def test_a_limit_on_a_percentile_the_windows_are_too_short_for_stops_after_the_s
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     run_dir = run_dir_of(tmp_path / "runs")
     rows = read_csv(run_dir / "results.csv")
-    assert len(rows) == 3 and all(r["latency_ms_p99"] == "" for r in rows)
+    assert all(r["latency_ms_p99"] == "" for r in rows), [r["latency_ms_p99"] for r in rows]
+    # it stops once 3 usable (ok) rows lack the p99; a row a loaded CI box made invalid is not one of them, so the
+    # search measured one more configuration in its place (a CI run of 2026-11-29 measured 4)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 3, [(r["batch"], r["status"], r["reason"]) for r in rows]
+    assert len(rows) - len(ok) <= 2 and all(r["reason"] for r in rows if r["status"] != "ok"), rows
     last = read_csv(run_dir / "search.csv")[-1]
     assert last["phase"] == "stop" and last["why"].startswith(
         "cannot answer for tiny_cnn: latency_ms_p99 is empty in every usable row measured (3; e.g. "), last
