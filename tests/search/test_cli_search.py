@@ -165,10 +165,10 @@ def test_budget_rows_stops_the_search_after_that_many_rows(env, tmp_path):
     assert refused.returncode == 2 and "holds a grid sweep" in refused.stderr, refused.stderr
 
 
-def test_a_limit_on_a_percentile_the_windows_are_too_short_for_stops_after_the_seeds(env, tmp_path):
+def test_a_limit_on_a_percentile_the_windows_are_too_short_for_stops_after_three_usable_rows(env, tmp_path):
     """--slo-ms on the default p99, windows of 0.3 s (a p99 needs 662 inferences): no row can be judged on the limit,
-    so the search stops after 3 usable rows (its 3 seeds, or one more configuration for each seed row that is not
-    ok) and says why, instead of measuring the 36-row grid."""
+    so the search stops after 3 usable rows (its 3 seeds, and one more configuration for each row that is not ok)
+    and says why, instead of measuring the 36-row grid."""
     out = cli(env, "bench", "--device", str(landscape(tmp_path)), "--out", str(tmp_path / "runs"), "--search",
               "best", "--slo-ms", "1.6", timeout=240)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
