@@ -175,9 +175,9 @@ def test_a_limit_on_a_percentile_the_windows_are_too_short_for_stops_after_three
     run_dir = run_dir_of(tmp_path / "runs")
     rows = read_csv(run_dir / "results.csv")
     assert all(r["latency_ms_p99"] == "" for r in rows), [r["latency_ms_p99"] for r in rows]
-    # it stops once 3 usable (ok) rows lack the p99; a row a loaded CI box made invalid is not one of them, so the
-    # search measured one more configuration in its place (a CI run of 2026-11-29 measured 4). The row that made
-    # the third usable one is the last it measured
+    # it stops once 3 usable (ok) rows lack the p99; a row that is not ok (on a loaded CI box) is not one of them,
+    # so the search measures one more configuration in its place (a CI run of 2026-11-29 measured 4). The row that
+    # made the third usable one is the last it measured
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == 3 and rows[-1]["status"] == "ok", [(r["batch"], r["status"], r["reason"]) for r in rows]
     assert len({r["config_hash"] for r in rows}) == len(rows)
