@@ -12,7 +12,7 @@ from edgebench.search.space import Encoder
 
 _orig_model = surrogate._model
 _orig_fit = surrogate.fit
-GROUPS = {}  # dims -> groups (set per fit from the encoder)
+GROUPS = {}  # "current" -> the feature groups of the encoder of the fit under way (set by fit, read by model)
 
 
 def groups_for(enc: Encoder):
@@ -46,7 +46,7 @@ def model(kind, dims, seed, groups=None):
         gnum = tuple(x if x < 2 else -1 for x in g)
         k = (C(1.0, (1e-3, 1e3)) * GroupedRBF(gnum, np.ones(2), bounds)
              + C(0.1, (1e-3, 1e3)) * GroupedRBF(g, np.ones(n), bounds))
-    elif v == "v3":  # shared numeric curve + ARD deviation (as shipped) 
+    elif v == "v3":  # shared numeric curve + ARD deviation (as shipped)
         from sklearn.gaussian_process.kernels import RBF
         gnum = tuple(x if x < 2 else -1 for x in g)
         k = (C(1.0, (1e-3, 1e3)) * GroupedRBF(gnum, np.ones(2), bounds)
