@@ -1,8 +1,9 @@
 #!/bin/bash
 # Re-measures commit 97b5b7a (the idle baseline under CUDA_VISIBLE_DEVICES) on a host with 2 GPUs: two sweeps side
 # by side as docs/results/search/refgrid-resnet18/measure.sh ran them, CUDA_VISIBLE_DEVICES=0 and =1, profile
-# dgpu-quick as shipped, ResNet-18 fp16, 1 instance, 1 repeat (GPU 0: b8-b64, 2 repeats; GPU 1, started DELAY s later: b8 and b32). Before 97b5b7a the GPU-1 sweep's idle
-# baseline sampled NVML GPU 0 and every one of its rows left power_w_idle / energy_per_inference_dynamic_mj empty.
+# dgpu-quick as shipped, ResNet-18 fp16, 1 instance; GPU 0: b8-b64, 2 repeats; GPU 1 (started DELAY s later): b8
+# and b32, 1 repeat. Before 97b5b7a the GPU-1 sweep's idle baseline sampled NVML GPU 0, and every one of its rows
+# left power_w_idle / energy_per_inference_dynamic_mj empty.
 # From the repository root, on the device tool's nvidia-h200-x2 machine (pydantic's wheels carried in .device/pyd,
 # installed only where it is missing):
 #   bash docs/results/nvml-cuda-visible-devices/measure.sh
