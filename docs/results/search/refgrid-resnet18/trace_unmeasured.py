@@ -67,5 +67,6 @@ for pr in d.predictions:
     tally[where] += 1
     if where == "better":
         excess.append(m / statistics.median(vals) - 1)
-spread = f"{min(excess):.0%} to {max(excess):.0%}" if excess else "none is"
-print(f"  {sum(tally.values())} unmeasured: {tally}; predicted over measured where beyond the better end: {spread}")
+where = (f"predicted over measured where beyond the better end: {min(excess):.0%} to {max(excess):.0%}" if excess
+         else "none beyond the better end")
+print(f"  {sum(tally.values())} unmeasured: {tally}; {where}")

@@ -14,7 +14,8 @@ if [ ! -d /tmp/site/sklearn ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD
 CORES=$(nproc)  # before OMP_NUM_THREADS is set: nproc answers that variable (it gave 1, and one process ran)
-# one BLAS thread a process: 16 processes of 16 threads each ran a small-grid search in ~400 s, not ~10 s
+# one BLAS thread a process: 16 processes ran a small-grid search in ~400 s, against ~12 s on 2 cores here; the
+# cause was not shown, and 16 BLAS threads each (the staged scipy's, loaded after search_eval's limit) is likely
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 H=docs/results/search/tried-2026-11-30/harness/ev.py
 O=$OUT/$EB_KERNEL
