@@ -26,9 +26,14 @@ The order of a search:
    measured meets every limit (no answer yet), P(some candidate meets every limit): a search never stops with "no
    answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
    most likely one has P >= explore_min_prob;
-4. confirm: the answer's configurations (the best and the runner-up; the front's members) get every planned repeat,
+4. check (best, about to stop with an answer): a level of a categorical axis that varies whose usable rows sit at
+   fewer than 2 (batch, instances) positions is measured where the answer is (_level_check): one position gives the
+   surrogate no curve of that level of its own, and what it says of the level at the answer's batch can be far
+   off and narrow (ResNet-18: amp measured once, at b2 2x, was put at 16,895 [13,453, 21,219] img/s at b32; its
+   rows there are 23,694-23,770, and the search answered fp16 b32, 4% slower); exploring then goes on;
+5. confirm: the answer's configurations (the best and the runner-up; the front's members) get every planned repeat,
    so the final answer is measured with repeats (a repeat can move it: then exploring starts again);
-5. stop: the answer is settled (no unmeasured point likely to change it, its configurations measured with every
+6. stop: the answer is settled (no unmeasured point likely to change it, its configurations measured with every
    repeat; the verdict says whether the best is resolved or a tie), or the row budget is spent. The stop line says
    only what holds: with no answer, that none was found and how unlikely the rest is to hold one.
 A model whose usable rows (at least MIN_SEEDS, after its seeds) all lack a column its answer reads (a p99 the
@@ -76,7 +81,7 @@ Z95 = 1.959964
 
 @dataclass
 class Pick:
-    phase: str  # seed | design | explore | confirm
+    phase: str  # seed | design | explore | check | confirm
     key: str
     hashes: list[str]  # the planned rows to measure now, in repeat order
     why: str
@@ -154,7 +159,8 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     left_out: dict[str, str] = {}  # model -> its configurations no candidate for want of an accuracy drop, in words
     for model in sorted({p.model for p in points}):
         mine = [p for p in points if p.model == model]
-        pick, preds, why, out = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate)
+        pick, preds, why, out = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate,
+                                            explore_min_prob)
         predictions += preds
         if out:
             left_out[model] = out
@@ -198,7 +204,7 @@ def _with(text: str, blocked: list[str]) -> str:
 
 
 def _priority(pick: Pick) -> tuple[int, float]:
-    return ({"seed": 3, "design": 2, "explore": 1, "confirm": 0}[pick.phase],
+    return ({"seed": 3, "design": 2, "explore": 1, "check": 1, "confirm": 0}[pick.phase],
             pick.score if pick.score is not None else pick.p_change or 0.0)
 
 
@@ -298,7 +304,7 @@ def _confirm(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
 
 
 def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal,
-                state: ModelState | None, seed: int, kind: str
+                state: ModelState | None, seed: int, kind: str, explore_min_prob: float = EXPLORE_MIN_PROB
                 ) -> tuple[Pick | None, list[Predicted], str | None, str]:
     """(this model's pick, its predictions, why it cannot be answered from more rows like its own: None while it
     can, the configurations left out for want of an accuracy drop, in words: '' when none)."""
@@ -363,6 +369,15 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         for q, _p in scored:
             miss_all *= 1.0 - q
         score = 1.0 - miss_all
+    if goal.mode == "best" and state is not None and not no_answer and score < explore_min_prob:
+        check = _level_check(points, status, usable, candidates, state, encoder)
+        if check is not None:
+            twin, level, positions = check
+            return Pick("check", twin.key, _next_rows(twin, rows, 1),
+                        f"{twin.label}: before the stop, {level} is measured where the answer is (its usable rows sit at "
+                        f"{positions} batch and instance position(s): the surrogate's {level} there is a guess from "
+                        f"the other levels), P(changes the answer) = {by_pred[twin.key].p_change or 0.0:.3f}",
+                        by_pred[twin.key].p_change, None, model), preds, None, left_out
     what = ("another repeat" if usable[p.key] else "the next repeat (its rows so far are invalid)" if status[p.key]
             else "not measured yet")
     why = f"{p.label}: {what}, P(changes the answer) = {prob:.3f}"
@@ -372,6 +387,37 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         why += f"; P(some candidate changes it) = {score:.3f}"
     return Pick("explore", p.key, _next_rows(p, rows, 1), why, prob, score, model, no_answer,
                 len(scored)), preds, None, left_out
+
+
+def _level_check(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
+                 usable: Mapping[str, list[dict[str, Any]]], candidates: Sequence[SearchPoint], state: ModelState,
+                 encoder: Encoder) -> tuple[SearchPoint, str, int] | None:
+    """Best mode, about to stop with an answer: (the configuration to measure first, its level in words, how many
+    (batch, instances) positions that level's usable rows sit at), or None. For each level of a categorical axis
+    that varies (a precision, a backend, an option set) other than the best's, whose usable rows sit at fewer than
+    2 positions: its configuration with the best's other categories nearest the best's batch and instances (the
+    same ones where the plan has them), if it is a candidate never tried. Once that row is in (or the
+    configuration was tried, or cannot meet a limit), the level is not asked for again at this answer."""
+    by_key = {p.key: p for p in points}
+    best = by_key.get(state.answer_keys[0]) if state.answer_keys else None
+    if best is None:
+        return None
+    open_keys = {p.key for p in candidates if not status[p.key]}
+    at = encoder.numeric(best)
+    for name, value in encoder.levels:
+        if best.categories.get(name, "") == value:
+            continue
+        level = [p for p in points if p.categories.get(name, "") == value]
+        positions = {(p.batch, p.instances) for p in level if usable[p.key]}
+        if len(positions) >= 2:
+            continue
+        twins = [p for p in level if all(p.categories.get(n, "") == v for n, v in best.categories.items() if n != name)]
+        if not twins:
+            continue
+        q = min(twins, key=lambda p: sum((a - b) ** 2 for a, b in zip(encoder.numeric(p), at)))
+        if q.key in open_keys:
+            return q, f"{name} {value}", len(positions)
+    return None
 
 
 def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
