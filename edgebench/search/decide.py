@@ -27,7 +27,8 @@ The order of a search:
    answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
    most likely one has P >= explore_min_prob;
 4. check (best, about to stop with an answer): a level of a categorical axis that varies whose usable rows sit at
-   fewer than 2 (batch, instances) positions is measured where the answer is (_level_check): one position gives the
+   fewer than 2 (batch, instances) positions is measured where the answer is (_level_check; it outranks another
+   model's explore pick, so a multi-model search does not stop before it): one position gives the
    surrogate no curve of that level of its own, and what it says of the level at the answer's batch can be far
    off and narrow (ResNet-18: amp measured once, at b2 2x, was put at 16,895 [13,453, 21,219] img/s at b32; its
    rows there are 23,694-23,770, and the search answered fp16 b32, 4% slower); exploring then goes on;
@@ -204,7 +205,9 @@ def _with(text: str, blocked: list[str]) -> str:
 
 
 def _priority(pick: Pick) -> tuple[int, float]:
-    return ({"seed": 3, "design": 2, "explore": 1, "check": 1, "confirm": 0}[pick.phase],
+    # a check outranks any model's explore pick: an explore pick below explore_min_prob would otherwise stop the
+    # search (decide) before the check is measured, and the stop line would leave its model out
+    return ({"seed": 4, "design": 3, "check": 2, "explore": 1, "confirm": 0}[pick.phase],
             pick.score if pick.score is not None else pick.p_change or 0.0)
 
 
@@ -396,8 +399,11 @@ def _level_check(points: Sequence[SearchPoint], status: Mapping[str, list[dict[s
     (batch, instances) positions that level's usable rows sit at), or None. For each level of a categorical axis
     that varies (a precision, a backend, an option set) other than the best's, whose usable rows sit at fewer than
     2 positions: its configuration with the best's other categories nearest the best's batch and instances (the
-    same ones where the plan has them), if it is a candidate never tried. Once that row is in (or the
-    configuration was tried, or cannot meet a limit), the level is not asked for again at this answer."""
+    same ones where the plan has them), if it is a candidate never tried (so not one left out for want of an
+    accuracy pass, _unjudgeable). Its predicted P(meets every limit) is not read: the limits' surrogates of that
+    level are the same extrapolation. A level none of whose configurations shares the best's other categories is
+    not checked. Once that row is in (or the configuration was tried), the level is not asked for again at this
+    answer."""
     by_key = {p.key: p for p in points}
     best = by_key.get(state.answer_keys[0]) if state.answer_keys else None
     if best is None:

@@ -96,7 +96,7 @@ def test_a_level_at_one_position_is_asked_for_where_the_answer_is_and_one_at_two
     assert _check(points, measured, best)[2] == 0
 
 
-def test_the_check_asks_for_nothing_already_tried_or_unable_to_meet_a_limit():
+def test_the_check_asks_for_nothing_already_tried_or_left_out_of_the_candidates():
     points = _plan()
     at = {(p.categories["precision"], p.batch): p for p in points}
     best = at["fp16", 16]
@@ -104,8 +104,56 @@ def test_the_check_asks_for_nothing_already_tried_or_unable_to_meet_a_limit():
     tried = dict(measured)
     tried[at["amp", 16].key] = [_row(at["amp", 16], 0, "failed")]
     assert _check(points, tried, best) is None  # its row failed: not measured again
-    no_candidate = [p for p in points if p.key != at["amp", 16].key]  # a repeat of it missed a limit
+    no_candidate = [p for p in points if p.key != at["amp", 16].key]  # e.g. its group ran with no accuracy pass
     assert _check(points, measured, best, no_candidate) is None
+
+
+def test_each_axis_is_checked_with_the_answers_other_categories_and_the_instances_kept():
+    """Two categorical axes (backend x precision) and two instance counts: a backend seen at one position is asked
+    for at the answer's precision, batch and instances; a level of which no configuration shares the answer's
+    other categories (int8 runs on ort only, the answer is torch) is not asked for."""
+    out = []
+    for backend, precisions in (("torch", ("fp32", "fp16")), ("ort", ("fp32", "fp16", "int8"))):
+        for precision in precisions:
+            for batch in (1, 8, 64):
+                for instances in (1, 4):
+                    fields = {"model": "net", "backend": backend, "precision": precision, "batch": batch,
+                              "instances": instances, "mode": "process", "placement": "cuda:0"}
+                    i = len(out)
+                    out.append(make_point(fields, [f"q{i}r0"]))
+    at = {(p.categories["backend"], p.categories["precision"], p.batch, p.instances): p for p in out}
+    best = at["torch", "fp16", 8, 4]
+    seen = [at["torch", "fp32", 1, 1], at["torch", "fp32", 64, 4], best, at["torch", "fp16", 1, 1],
+            at["ort", "fp32", 64, 1]]
+    measured = {p.key: [_row(p, 0)] for p in seen}
+    twin, level, positions = _check(out, measured, best)
+    assert (twin.key, level, positions) == (at["ort", "fp16", 8, 4].key, "backend ort", 1)
+    measured[at["ort", "fp32", 8, 4].key] = [_row(at["ort", "fp32", 8, 4], 0)]  # ort now at 2 positions
+    assert _check(out, measured, best) is None  # int8 (no position) has no torch twin: not asked for
+    measured[at["ort", "int8", 1, 4].key] = [_row(at["ort", "int8", 1, 4], 0)]
+    ort_best = {**measured, best.key: []}  # with an ort answer, int8 (1 position) is asked for at its position
+    twin, level, _n = _check(out, ort_best, at["ort", "fp16", 8, 4])
+    assert (twin.key, level) == (at["ort", "int8", 8, 4].key, "precision int8")
+
+
+def test_a_check_outranks_another_models_explore_pick_that_would_stop_the_search(monkeypatch):
+    """Two models: one about to stop with a level to check, the other exploring below explore_min_prob. The
+    decision measures the check (before, the other's pick ranked by P could win and the search stopped, its stop
+    line leaving the first model out)."""
+    from edgebench.search.decide import Pick, decide
+
+    points = _plan()
+    other = [make_point({"model": "other", "backend": "torch", "precision": "fp32", "batch": 1, "instances": 1,
+                         "mode": "process", "placement": "cuda:0"}, ["o0r0"])]
+
+    def step(mine, *_a, **_k):
+        if mine[0].model == "net":
+            return Pick("check", mine[0].key, [mine[0].hashes[0]], "check", 0.001, None, "net"), [], None, ""
+        return Pick("explore", mine[0].key, [mine[0].hashes[0]], "explore", 0.01, 0.02, "other", False, 1), [], None, ""
+
+    monkeypatch.setattr(decide_module, "_model_step", step)
+    d = decide(points + other, {}, Goal("best", "throughput"), budget_left=10)
+    assert d.stop is None and d.pick is not None and d.pick.phase == "check", (d.stop, d.pick)
 
 
 def test_where_the_plan_lacks_the_answers_batch_for_a_level_its_nearest_is_asked_for():
@@ -114,7 +162,7 @@ def test_where_the_plan_lacks_the_answers_batch_for_a_level_its_nearest_is_asked
     best = at["fp16", 16]
     measured = {p.key: [_row(p, 0)] for p in (at["fp32", 1], at["fp32", 64], best, at["amp", 1])}
     twin, _level, _n = _check(points, measured, best)
-    assert twin.key in (at["amp", 4].key, at["amp", 64].key)  # log2 16 is 2 from log2 4 and from log2 64
+    assert twin.key == at["amp", 4].key  # log2 16 is 2 from log2 4 and from log2 64: the earlier in the plan
     measured[at["amp", 4].key] = [_row(at["amp", 4], 0)]
     assert _check(points, measured, best) is None  # amp at 2 positions now
 
