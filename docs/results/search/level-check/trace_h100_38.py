@@ -25,6 +25,10 @@ while True:
     if d.pick is None:
         break
     print(f"{len(measured):3d} {d.pick.phase:8s} {d.pick.why[:150]}")
+    if d.pick.phase == "check":  # what the model said of the checked configuration when it was picked
+        pr = next(x for x in d.predictions if x.key == d.pick.key)
+        m = {k: f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]" for k, v in pr.metrics.items() if k in ("latency_ms_p50", "power_w_mean")}
+        print(f"      when picked, {pr.label} ({pr.state}): {m}, P(meets every limit) = {pr.p_feasible}")
     for h in d.pick.hashes:
         measured[h] = grid[h]
 print(f"STOP after {len(measured)} rows: {d.stop}")
