@@ -27,7 +27,7 @@ The order of a search:
    answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
    most likely one has P >= explore_min_prob;
 4. check (best, about to stop with an answer): a level of a categorical axis that varies whose usable rows sit at
-   fewer than 2 (batch, instances) positions is measured where the answer is (_level_check; it outranks another
+   fewer than 2 (batch, instances) positions is measured where the answer is (design.thin_level; it outranks another
    model's explore pick, so a multi-model search does not stop before it): one position gives the
    surrogate no curve of that level of its own, and what it says of the level at the answer's batch can be far
    off and narrow (ResNet-18: amp measured once, at b2 2x, was put at 16,895 [13,453, 21,219] img/s at b32; its
@@ -60,7 +60,7 @@ from edgebench.answer.best import with_accuracy_drop
 from edgebench.answer.candidates import empty_reason
 from edgebench.answer.intervals import median_ci
 from edgebench.answer.pareto import dominates, interval_end
-from edgebench.search.design import distrust, effective_features, farthest, uncovered
+from edgebench.search.design import distrust, effective_features, farthest, thin_level, uncovered
 from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
 from edgebench.search.surrogate import (
@@ -373,7 +373,9 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
             miss_all *= 1.0 - q
         score = 1.0 - miss_all
     if goal.mode == "best" and state is not None and not no_answer and score < explore_min_prob:
-        check = _level_check(points, status, usable, candidates, state, encoder)
+        best = next((p for p in points if p.key == state.answer_keys[0]), None)  # with an answer: one key at least
+        open_keys = {p.key for p in candidates if not status[p.key]}
+        check = thin_level(points, usable, open_keys, best, encoder) if best is not None else None
         if check is not None:
             twin, level, positions = check
             return Pick("check", twin.key, _next_rows(twin, rows, 1),
@@ -390,40 +392,6 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         why += f"; P(some candidate changes it) = {score:.3f}"
     return Pick("explore", p.key, _next_rows(p, rows, 1), why, prob, score, model, no_answer,
                 len(scored)), preds, None, left_out
-
-
-def _level_check(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
-                 usable: Mapping[str, list[dict[str, Any]]], candidates: Sequence[SearchPoint], state: ModelState,
-                 encoder: Encoder) -> tuple[SearchPoint, str, int] | None:
-    """Best mode, about to stop with an answer: (the configuration to measure first, its level in words, how many
-    (batch, instances) positions that level's usable rows sit at), or None. For each level of a categorical axis
-    that varies (a precision, a backend, an option set) other than the best's, whose usable rows sit at fewer than
-    2 positions: its configuration with the best's other categories nearest the best's batch and instances (the
-    same ones where the plan has them), if it is a candidate never tried (so not one left out for want of an
-    accuracy pass, _unjudgeable). Its predicted P(meets every limit) is not read: the limits' surrogates of that
-    level are the same extrapolation. A level none of whose configurations shares the best's other categories is
-    not checked. Once that row is in (or the configuration was tried), the level is not asked for again at this
-    answer."""
-    by_key = {p.key: p for p in points}
-    best = by_key.get(state.answer_keys[0]) if state.answer_keys else None
-    if best is None:
-        return None
-    open_keys = {p.key for p in candidates if not status[p.key]}
-    at = encoder.numeric(best)
-    for name, value in encoder.levels:
-        if best.categories.get(name, "") == value:
-            continue
-        level = [p for p in points if p.categories.get(name, "") == value]
-        positions = {(p.batch, p.instances) for p in level if usable[p.key]}
-        if len(positions) >= 2:
-            continue
-        twins = [p for p in level if all(p.categories.get(n, "") == v for n, v in best.categories.items() if n != name)]
-        if not twins:
-            continue
-        q = min(twins, key=lambda p: sum((a - b) ** 2 for a, b in zip(encoder.numeric(p), at)))
-        if q.key in open_keys:
-            return q, f"{name} {value}", len(positions)
-    return None
 
 
 def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:

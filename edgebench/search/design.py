@@ -3,7 +3,8 @@
 A level of a categorical axis (a precision, a backend, an option set) with nothing measured is covered first, so a
 corner such as fp16 is never left unmeasured because the seeds missed it; then, while the surrogate cannot tell the
 configurations apart (`distrust`), the open configuration farthest from every measured one (maximin in the
-encoder's features). decide.py asks; this module only answers.
+encoder's features). Before a best-goal stop, a level whose usable rows sit at fewer than 2 (batch, instances)
+positions is measured where the answer is (`thin_level`). decide.py asks; this module only answers.
 """
 
 from __future__ import annotations
@@ -46,6 +47,36 @@ def uncovered(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str,
         mine = [p for p in fresh if p.categories.get(name, "") == value]
         if mine:
             return f"{name} {value or '(none)'}", farthest(mine, tried, encoder)
+    return None
+
+
+def thin_level(points: Sequence[SearchPoint], usable: Mapping[str, list[dict[str, Any]]], open_keys: set[str],
+               best: SearchPoint, encoder: Encoder) -> tuple[SearchPoint, str, int] | None:
+    """The check before a best-goal stop on `best`: (the configuration to measure first, its level in words, how
+    many (batch, instances) positions that level's usable rows sit at), or None. For each level of a categorical
+    axis that varies (a precision, a backend, an option set) other than the best's, whose usable rows sit at fewer
+    than 2 positions: its configuration with the best's other categories nearest the best's batch and instances
+    (the same ones where the plan has them), if its key is in `open_keys` (decide passes the candidates never
+    tried, so not one left out for want of an accuracy pass). One position gives the surrogate no curve of that
+    level of its own: what it says of the level at the best's batch is a guess from the other levels, and the
+    limits' surrogates of that level are the same guess, so its predicted feasibility is not read. A level none of
+    whose configurations shares the best's other categories is not checked. Once that row is in (or the
+    configuration was tried), the level is not asked for again at this answer. `uncovered`'s twin: that one asks
+    for a level with no row at all."""
+    at = encoder.numeric(best)
+    for name, value in encoder.levels:
+        if best.categories.get(name, "") == value:
+            continue
+        level = [p for p in points if p.categories.get(name, "") == value]
+        positions = {(p.batch, p.instances) for p in level if usable[p.key]}
+        if len(positions) >= 2:
+            continue
+        twins = [p for p in level if all(p.categories.get(n, "") == v for n, v in best.categories.items() if n != name)]
+        if not twins:
+            continue
+        q = min(twins, key=lambda p: sum((a - b) ** 2 for a, b in zip(encoder.numeric(p), at)))
+        if q.key in open_keys:
+            return q, f"{name} {value}", len(positions)
     return None
 
 

@@ -5,7 +5,7 @@ fewer than 2 (batch, instances) positions is measured where the answer is before
   p90 <= 1.868 ms and a drop <= 1 pp, search seed 3: amp's only row was a seed at b2 2x, the surrogate put amp b32
   at 16,895 [13,453, 21,219] img/s, and the search stopped on fp16 b32 (22.7k), 4% below amp b32 (23.7k). With the
   check it measures amp b32 before the stop and answers it; without it (the check switched off), the old answer.
-- _level_check itself on a small plan: which level it asks for, where, and when it asks for nothing.
+- design.thin_level itself on a small plan: which level it asks for, where, and when it asks for nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from search_landscape import answer_keys, replay, stored_grid
 from edgebench.answer.best import Limits
 from edgebench.answer.candidates import IDENTITY
 from edgebench.search import decide as decide_module
-from edgebench.search.decide import _level_check
-from edgebench.search.goal import Goal, ModelState
+from edgebench.search.design import thin_level
+from edgebench.search.goal import Goal
 from edgebench.search.space import Encoder, SearchPoint, make_point
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
@@ -44,7 +44,7 @@ def test_the_resnet18_confident_miss_is_measured_before_the_stop_and_answered(mo
     assert answer_keys(goal, got.values(), points) == (truth,)
     assert final.stop is not None and final.stop.startswith("settled"), final.stop
 
-    monkeypatch.setattr(decide_module, "_level_check", lambda *a, **k: None)
+    monkeypatch.setattr(decide_module, "thin_level", lambda *a, **k: None)
     final, picks, got = replay(points, rows.__getitem__, goal, seed=3, surrogate="gp")
     assert not [p for p in picks if p[0] == "check"]
     (old,) = answer_keys(goal, got.values(), points)
@@ -72,9 +72,8 @@ def _check(points: list[SearchPoint], measured: dict[str, list[dict[str, Any]]],
            candidates: list[SearchPoint] | None = None):
     status = {p.key: measured.get(p.key, []) for p in points}
     usable = {k: [r for r in v if r["status"] == "ok"] for k, v in status.items()}
-    state = ModelState("net", [("throughput_ips", True)], answer_keys=[best.key])
-    return _level_check(points, status, usable, points if candidates is None else candidates, state,
-                        Encoder(points))
+    open_keys = {p.key for p in (points if candidates is None else candidates) if not status[p.key]}
+    return thin_level(points, usable, open_keys, best, Encoder(points))
 
 
 def test_a_level_at_one_position_is_asked_for_where_the_answer_is_and_one_at_two_is_not():
@@ -173,7 +172,7 @@ def test_a_pareto_search_and_a_search_with_no_answer_never_consult_the_check(mon
     from search_landscape import grid
 
     calls = []
-    monkeypatch.setattr(decide_module, "_level_check", lambda *a, **k: calls.append(a) or None)
+    monkeypatch.setattr(decide_module, "thin_level", lambda *a, **k: calls.append(a) or None)
     points, rows = grid()
     final, picks, _got = replay(points, rows.__getitem__, Goal("pareto"), seed=0, surrogate="loglinear")
     assert final.stop is not None and final.stop.startswith("settled"), final.stop

@@ -27,13 +27,13 @@ def p_change(p, *a, **k):
     out = _p_change(p, *a, **k)
     SEEN[p.key] = out[1]
     return out
-_level_check = dm._level_check
-def level_check(points, status, usable, candidates, state, encoder):
-    keep = [c for c in candidates if SEEN.get(c.key) is None or SEEN[c.key] >= GATE]
-    return _level_check(points, status, usable, keep, state, encoder)
+_thin_level = dm.thin_level  # decide._level_check until it moved to design.thin_level (after commit 7398c6d)
+def thin_level(points, usable, open_keys, best, encoder):
+    keep = {k for k in open_keys if SEEN.get(k) is None or SEEN[k] >= GATE}
+    return _thin_level(points, usable, keep, best, encoder)
 if GATE > 0:
     dm._p_change = p_change
-    dm._level_check = level_check
+    dm.thin_level = thin_level
 
 PATHS = {**se.GRIDS, "h200-refgrid": "docs/results/search/refgrid/results.csv",
          "h200-refgrid-r18": "docs/results/search/refgrid-resnet18/results.csv"}
