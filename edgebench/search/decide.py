@@ -44,7 +44,7 @@ A point whose rows failed (or were skipped) is not measured again; one whose onl
 candidate (its next repeat may be valid).
 
 Size: one decision, seeds to stop, with the probabilities that steer it and the stop lines that must say only what
-holds beside the rule they describe (the space-filling design is design.py; the goal is goal.py).
+holds beside the rule they describe (the space-filling design and the level check are design.py; the goal is goal.py).
 """
 
 from __future__ import annotations
@@ -374,8 +374,7 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         score = 1.0 - miss_all
     if goal.mode == "best" and state is not None and not no_answer and score < explore_min_prob:
         best = next((p for p in points if p.key == state.answer_keys[0]), None)  # with an answer: one key at least
-        open_keys = {p.key for p in candidates if not status[p.key]}
-        check = thin_level(points, usable, open_keys, best, encoder) if best is not None else None
+        check = thin_level(points, status, usable, candidates, best, encoder) if best is not None else None
         if check is not None:
             twin, level, positions = check
             return Pick("check", twin.key, _next_rows(twin, rows, 1),

@@ -1,4 +1,5 @@
-"""The search's space-filling design: which configuration to measure while the surrogate cannot be trusted yet.
+"""The search's space-filling design, which configuration to measure while the surrogate cannot be trusted yet,
+and the level check before a best-goal stop.
 
 A level of a categorical axis (a precision, a backend, an option set) with nothing measured is covered first, so a
 corner such as fp16 is never left unmeasured because the seeds missed it; then, while the surrogate cannot tell the
@@ -50,19 +51,21 @@ def uncovered(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str,
     return None
 
 
-def thin_level(points: Sequence[SearchPoint], usable: Mapping[str, list[dict[str, Any]]], open_keys: set[str],
-               best: SearchPoint, encoder: Encoder) -> tuple[SearchPoint, str, int] | None:
+def thin_level(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str, Any]]],
+               usable: Mapping[str, list[dict[str, Any]]], candidates: Sequence[SearchPoint], best: SearchPoint,
+               encoder: Encoder) -> tuple[SearchPoint, str, int] | None:
     """The check before a best-goal stop on `best`: (the configuration to measure first, its level in words, how
     many (batch, instances) positions that level's usable rows sit at), or None. For each level of a categorical
     axis that varies (a precision, a backend, an option set) other than the best's, whose usable rows sit at fewer
     than 2 positions: its configuration with the best's other categories nearest the best's batch and instances
-    (the same ones where the plan has them), if its key is in `open_keys` (decide passes the candidates never
-    tried, so not one left out for want of an accuracy pass). One position gives the surrogate no curve of that
+    (the same ones where the plan has them), if it is one of the `candidates` never tried (`status`: its rows of
+    any status; so not one left out for want of an accuracy pass). One position gives the surrogate no curve of that
     level of its own: what it says of the level at the best's batch is a guess from the other levels, and the
     limits' surrogates of that level are the same guess, so its predicted feasibility is not read. A level none of
     whose configurations shares the best's other categories is not checked. Once that row is in (or the
     configuration was tried), the level is not asked for again at this answer. `uncovered`'s twin: that one asks
     for a level with no row at all."""
+    open_keys = {p.key for p in candidates if not status[p.key]}
     at = encoder.numeric(best)
     for name, value in encoder.levels:
         if best.categories.get(name, "") == value:

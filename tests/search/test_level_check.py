@@ -72,8 +72,7 @@ def _check(points: list[SearchPoint], measured: dict[str, list[dict[str, Any]]],
            candidates: list[SearchPoint] | None = None):
     status = {p.key: measured.get(p.key, []) for p in points}
     usable = {k: [r for r in v if r["status"] == "ok"] for k, v in status.items()}
-    open_keys = {p.key for p in (points if candidates is None else candidates) if not status[p.key]}
-    return thin_level(points, usable, open_keys, best, Encoder(points))
+    return thin_level(points, status, usable, points if candidates is None else candidates, best, Encoder(points))
 
 
 def test_a_level_at_one_position_is_asked_for_where_the_answer_is_and_one_at_two_is_not():

@@ -27,10 +27,10 @@ def p_change(p, *a, **k):
     out = _p_change(p, *a, **k)
     SEEN[p.key] = out[1]
     return out
-_thin_level = dm.thin_level  # decide._level_check until it moved to design.thin_level (after commit 7398c6d)
-def thin_level(points, usable, open_keys, best, encoder):
-    keep = {k for k in open_keys if SEEN.get(k) is None or SEEN[k] >= GATE}
-    return _thin_level(points, usable, keep, best, encoder)
+_thin_level = dm.thin_level  # decide._level_check before commit 638cc28 moved it to design.thin_level
+def thin_level(points, status, usable, candidates, best, encoder):
+    keep = [c for c in candidates if SEEN.get(c.key) is None or SEEN[c.key] >= GATE]
+    return _thin_level(points, status, usable, keep, best, encoder)
 if GATE > 0:
     dm._p_change = p_change
     dm.thin_level = thin_level
