@@ -366,8 +366,8 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     score = prob
     if goal.mode == "best":
         # stop only when the candidates together are unlikely to change the answer (to hold one, with none yet):
-        # many configurations each a little likely are, together, likely (1 - prod(1 - P_i), as if independent,
-        # which the surrogate's correlated errors make an upper bound)
+        # many configurations each a little likely are, together, likely (1 - prod(1 - P_i), as if independent: an
+        # upper bound when their errors are positively correlated, as neighbouring configurations' mostly are)
         miss_all = 1.0
         for q, _p in scored:
             miss_all *= 1.0 - q
