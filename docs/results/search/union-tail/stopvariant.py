@@ -6,7 +6,7 @@ least the largest single one. So a search that stops once that largest single P 
 any such estimate would, given the same picks: its rows are the floor, and the rows it saves are about the most any
 estimate of the union could save (not exactly: a search that stops sooner may also confirm or check another answer).
 Only a search with an answer is changed; one with none still reads P(some candidate meets every limit). From the
-repository root (each run about 5 min on 2 cores):
+repository root (on 2 cores: about 3 min each fixed run, 15 min each drawn run):
 
     PYTHONPATH=$PWD .venv/bin/python docs/results/search/union-tail/stopvariant.py --grids h100-torch,h200-ort,h200-instances,cpu-small_cnn \\
         --seeds 5 --surrogates gp --goals best,lowest --jobs 2 --out /tmp/union
