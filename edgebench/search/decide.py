@@ -27,8 +27,8 @@ The order of a search:
    answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
    most likely one has P >= explore_min_prob;
 4. check (best, about to stop with an answer): a level of a categorical axis that varies whose usable rows sit at
-   fewer than 2 (batch, instances) positions is measured where the answer is (design.thin_level; it outranks another
-   model's explore pick, so a multi-model search does not stop before it): one position gives the
+   fewer than 2 (batch, instances) positions is measured where the answer is (design.thin_level; it outranks
+   another model's explore pick, so a multi-model search does not stop before it): one position gives the
    surrogate no curve of that level of its own, and what it says of the level at the answer's batch can be far
    off and narrow (ResNet-18: amp measured once, at b2 2x, was put at 16,895 [13,453, 21,219] img/s at b32; its
    rows there are 23,694-23,770, and the search answered fp16 b32, 4% slower); exploring then goes on;
@@ -44,7 +44,8 @@ A point whose rows failed (or were skipped) is not measured again; one whose onl
 candidate (its next repeat may be valid).
 
 Size: one decision, seeds to stop, with the probabilities that steer it and the stop lines that must say only what
-holds beside the rule they describe (the space-filling design and the level check are design.py; the goal is goal.py).
+holds beside the rule they describe (the space-filling design and the level check are design.py; the goal is
+goal.py).
 """
 
 from __future__ import annotations

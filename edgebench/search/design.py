@@ -59,12 +59,12 @@ def thin_level(points: Sequence[SearchPoint], status: Mapping[str, list[dict[str
     axis that varies (a precision, a backend, an option set) other than the best's, whose usable rows sit at fewer
     than 2 positions: its configuration with the best's other categories nearest the best's batch and instances
     (the same ones where the plan has them), if it is one of the `candidates` (decide's leave out a configuration
-    with no accuracy pass) and was never tried (no row of any status in `status`). One position gives the surrogate no curve of that
-    level of its own: what it says of the level at the best's batch is a guess from the other levels, and the
-    limits' surrogates of that level are the same guess, so its predicted feasibility is not read. A level none of
-    whose configurations shares the best's other categories is not checked. Once that row is in (or the
-    configuration was tried), the level is not asked for again at this answer. `uncovered`'s twin: that one asks
-    for a level with no row at all."""
+    with no accuracy pass) and was never tried (no row of any status in `status`). One position gives the
+    surrogate no curve of that level of its own: what it says of the level at the best's batch is a guess from the
+    other levels, and the limits' surrogates of that level are the same guess, so its predicted feasibility is not
+    read. A level none of whose configurations shares the best's other categories is not checked. Once that row is
+    in (or the configuration was tried), the level is not asked for again at this answer. `uncovered`'s twin: that
+    one asks for a level with no row at all."""
     open_keys = {p.key for p in candidates if not status[p.key]}
     at = encoder.numeric(best)
     for name, value in encoder.levels:
