@@ -179,7 +179,8 @@ def grid_answer(goal: Goal, live: list[dict[str, Any]], point_of: dict[str, str]
 
 
 def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goal, seed: int, surrogate: str,
-           budget: int, explore_min_prob: float, full: GridAnswer) -> dict[str, Any]:
+           budget: int, explore_min_prob: float, full: GridAnswer, no_answer_min_prob: float | None = None
+           ) -> dict[str, Any]:
     truth = full.truth
     point_of = {h: p.key for p in points for h in p.hashes}
     measured: dict[str, dict[str, Any]] = {}
@@ -189,7 +190,7 @@ def replay(points: list[SearchPoint], grid: dict[str, dict[str, Any]], goal: Goa
     t0 = time.monotonic()
     while True:
         d = decide(points, measured, goal, budget_left=budget - len(measured), seed=seed, surrogate=surrogate,
-                   explore_min_prob=explore_min_prob, point_of=point_of)
+                   explore_min_prob=explore_min_prob, point_of=point_of, no_answer_min_prob=no_answer_min_prob)
         now = answer_keys(goal, d.answers) if measured else {}  # decide answered over exactly these rows
         same = now == truth
         reached_at = (reached_at if reached_at is not None else len(measured)) if same else None
@@ -258,11 +259,13 @@ def _round3(x: float) -> float:
     return float(f"{x:.3g}")
 
 
-def draw_goals(rows: list[dict[str, Any]], count: int, rng: random.Random) -> list[tuple[str, Goal]]:
+def draw_goals(rows: list[dict[str, Any]], count: int, rng: random.Random,
+               quantiles: tuple[float, float] = (0.15, 0.95)) -> list[tuple[str, Goal]]:
     """`count` best-under-limits goals drawn at random: objective (energy only where power is measured), the SLO's
     percentile (one that at least 3 in 4 measured rows have), and each limit with a threshold inside the grid's
-    observed range (a quantile, drawn uniformly in [0.15, 0.95], of the configurations' worst-repeat values, every
-    repeat counted as the answer counts it), so that most sets leave something feasible."""
+    observed range (a quantile, drawn uniformly in `quantiles` (default [0.15, 0.95]), of the configurations'
+    worst-repeat values, every repeat counted as the answer counts it), so that most sets leave something feasible;
+    low quantiles (--draw-quantiles 0,0.3) draw tight sets, where few configurations or none are feasible."""
     measured = with_accuracy_drop([r for r in rows if r.get("status") in ("ok", "invalid")])
     by_config: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for r in measured:
@@ -287,9 +290,9 @@ def draw_goals(rows: list[dict[str, Any]], count: int, rng: random.Random) -> li
         pct = rng.choice(percentiles)
         slo = cap = drop = None
         if rng.random() < 0.8:
-            slo = _round3(_quantile(worst(f"latency_ms_{pct}"), rng.uniform(0.15, 0.95)))
+            slo = _round3(_quantile(worst(f"latency_ms_{pct}"), rng.uniform(*quantiles)))
         if power and rng.random() < 0.6:
-            cap = _round3(_quantile(power, rng.uniform(0.15, 0.95)))
+            cap = _round3(_quantile(power, rng.uniform(*quantiles)))
         if drops and rng.random() < 0.3:
             drop = rng.choice((0.5, 1.0, 2.0))
         goal = Goal("best", objective, Limits(slo_ms=slo, percentile=pct, power_cap_w=cap,
@@ -308,6 +311,7 @@ class Job:
     surrogate: str
     seed: int
     explore_min_prob: float
+    no_answer_min_prob: float | None = None
 
 
 _GRIDS: dict[str, tuple[list[SearchPoint], dict[str, dict[str, Any]], list[dict[str, Any]]]] = {}
@@ -329,7 +333,8 @@ def run_job(job: Job) -> dict[str, Any]:
     if (job.path, job.goal) not in _ANSWERS:
         _ANSWERS[(job.path, job.goal)] = grid_answer(job.goal, live, point_of)
     full = _ANSWERS[(job.path, job.goal)]
-    res = replay(points, grid, job.goal, job.seed, job.surrogate, len(live), job.explore_min_prob, full)
+    res = replay(points, grid, job.goal, job.seed, job.surrogate, len(live), job.explore_min_prob, full,
+                 job.no_answer_min_prob)
     label = {p.key: p.label for p in points}
     lim = job.goal.limits
     return {"grid": job.grid, "grid_rows": len(live), "configurations": len(points), "goal_set": job.goal_set,
@@ -400,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--surrogates", default="gp,loglinear")
     ap.add_argument("--explore-min-prob", type=float, default=EXPLORE_MIN_PROB)
+    ap.add_argument("--no-answer-min-prob", type=float, default=None,
+                    help="the threshold of a stop with no answer (default: NO_ANSWER_SHARE x --explore-min-prob)")
     ap.add_argument("--goals", default="", help="only fixed goals whose name contains one of these (comma-separated; "
                                                 "e.g. 'Pareto')")
     ap.add_argument("--drawn", type=int, default=0, metavar="N",
@@ -407,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drawn-surrogates", default=None,
                     help="surrogates for the drawn goals (default: --surrogates)")
     ap.add_argument("--draw-seed", type=int, default=0)
+    ap.add_argument("--draw-quantiles", default="0.15,0.95", metavar="LO,HI",
+                    help="the drawn thresholds' quantiles of the grid's worst-repeat values (low: tight sets)")
     ap.add_argument("--no-fixed", action="store_true", help="leave out the fixed goals (goals_for)")
     g = ap.add_argument_group("a goal of your own (as `edgebench best` takes it): replaces the fixed and drawn goals")
     g.add_argument("--objective", choices=OBJECTIVE_CHOICES)
@@ -449,11 +458,13 @@ def main(argv: list[str] | None = None) -> int:
                          if not args.goals or any(g in n for g in args.goals.split(","))]
             rng = random.Random(args.draw_seed * 1_000_003 + zlib.crc32(name.encode()))
             drawn_surrogates = (args.drawn_surrogates or args.surrogates).split(",")
-            sets += [("drawn", n, goal, drawn_surrogates) for n, goal in draw_goals(rows, args.drawn, rng)]
+            lo, hi = (float(q) for q in args.draw_quantiles.split(","))
+            sets += [("drawn", n, goal, drawn_surrogates) for n, goal in draw_goals(rows, args.drawn, rng, (lo, hi))]
         for goal_set, goal_name, goal, surs in sets:
             for surrogate in surs:
                 for seed in range(args.seeds):
-                    jobs.append(Job(name, path, goal_set, goal_name, goal, surrogate, seed, args.explore_min_prob))
+                    jobs.append(Job(name, path, goal_set, goal_name, goal, surrogate, seed, args.explore_min_prob,
+                                    args.no_answer_min_prob))
     records = []
     t0 = time.monotonic()
     try:  # the surrogates' matrices are tiny: BLAS threads only fight over the cores (a replay runs ~2x slower)

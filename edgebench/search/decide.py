@@ -23,9 +23,10 @@ The order of a search:
    the full grid's repeats settle a front; one that could only tie with a member within their intervals would
    leave the front open, not change it; _p_not_dominated);
    best: while P(some candidate changes the answer) = 1 - prod(1 - P_i) >= explore_min_prob, and while nothing
-   measured meets every limit (no answer yet), P(some candidate meets every limit): a search never stops with "no
-   answer", or with an answer, while the candidates together are not unlikely to change it; Pareto: while the
-   most likely one has P >= explore_min_prob;
+   measured meets every limit (no answer yet), P(some candidate meets every limit) >= NO_ANSWER_SHARE x
+   explore_min_prob: a search never stops with "no answer", or with an answer, while the candidates together are
+   not unlikely to change it, and a stop with no answer (which loses the whole answer if wrong) asks five times
+   surer; Pareto: while the most likely one has P >= explore_min_prob;
 4. check (best, about to stop with an answer): a level of a categorical axis that varies whose usable rows sit at
    fewer than 2 (batch, instances) positions is measured where the answer is (design.thin_level; it outranks
    another model's explore pick, so a multi-model search does not stop before it): one position gives the
@@ -77,6 +78,10 @@ MIN_SEEDS = 3
 DESIGN_EXTRA = 2
 SEED_SHARE = 0.10
 EXPLORE_MIN_PROB = 0.05
+# a stop with no answer asks that the candidates together be this much less likely (P(some candidate meets every
+# limit) < NO_ANSWER_SHARE x explore_min_prob): a wrong "no answer" loses the whole answer, where a wrong stop with
+# one loses at most its gap to the best
+NO_ANSWER_SHARE = 0.2
 PARETO_SAMPLES = 256
 Z95 = 1.959964
 
@@ -147,9 +152,12 @@ def metrics_of(goal: Goal, state: ModelState | None) -> list[tuple[str, bool]]:
 
 def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal, *, budget_left: int,
            seed: int = 0, surrogate: str = "gp", explore_min_prob: float = EXPLORE_MIN_PROB,
-           point_of: Mapping[str, str] | None = None) -> Decision:
+           point_of: Mapping[str, str] | None = None, no_answer_min_prob: float | None = None) -> Decision:
     """The next pick or the reason to stop. `rows`: config hash -> measured row (any status) of the points'
-    planned rows; `budget_left`: rows the search may still measure."""
+    planned rows; `budget_left`: rows the search may still measure; `no_answer_min_prob`: the threshold of a stop
+    with no answer (default NO_ANSWER_SHARE x explore_min_prob)."""
+    floors = (explore_min_prob, explore_min_prob * NO_ANSWER_SHARE if no_answer_min_prob is None
+              else no_answer_min_prob)
     point_of = point_of or {h: p.key for p in points for h in p.hashes}
     measured = with_accuracy_drop(list(rows.values()))
     by_hash = {str(r.get("config_hash")): r for r in measured}
@@ -162,7 +170,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     for model in sorted({p.model for p in points}):
         mine = [p for p in points if p.model == model]
         pick, preds, why, out = _model_step(mine, by_hash, goal, answers.get(model), seed, surrogate,
-                                            explore_min_prob)
+                                            floors)
         predictions += preds
         if out:
             left_out[model] = out
@@ -170,7 +178,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
             blocked.append(why)
         if pick is not None and pick.phase == "explore":
             explored.append(pick)
-        if pick is not None and (best_pick is None or _priority(pick) > _priority(best_pick)):
+        if pick is not None and (best_pick is None or _priority(pick, floors) > _priority(best_pick, floors)):
             best_pick = pick
     if budget_left <= 0:
         return Decision(None, "budget spent", answers, predictions)
@@ -179,7 +187,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
     if best_pick is not None and best_pick.phase != "confirm" and budget_left <= _confirm_need(points, by_hash,
                                                                                               answers):
         best_pick = _confirm(points, by_hash, answers) or best_pick
-    if best_pick is not None and best_pick.phase == "explore" and (best_pick.score or 0.0) < explore_min_prob:
+    if best_pick is not None and best_pick.phase == "explore" and _below(best_pick, floors):
         confirm = _confirm(points, by_hash, answers)
         if confirm is not None:
             best_pick = confirm
@@ -187,7 +195,7 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
             change = "change the answer" if goal.mode != "pareto" else (
                 "change the front beyond the intervals of the repeats" if any(p.planned_rows > 1 for p in points)
                 else "change the front")
-            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, explore_min_prob, left_out,
+            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, floors, left_out,
                                                       change), blocked),
                             answers, predictions)
     if best_pick is None:
@@ -205,10 +213,18 @@ def _with(text: str, blocked: list[str]) -> str:
     return "; ".join([text, *blocked])
 
 
-def _priority(pick: Pick) -> tuple[int, float]:
+def _below(pick: Pick, floors: tuple[float, float]) -> bool:
+    """Whether an explore pick's score is below its stop threshold: floors = (with an answer, with none)."""
+    return (pick.score or 0.0) < floors[1 if pick.no_answer else 0]
+
+
+def _priority(pick: Pick, floors: tuple[float, float]) -> tuple[int, int, float]:
     # a check outranks any model's explore pick: an explore pick below explore_min_prob would otherwise stop the
-    # search (decide) before the check is measured, and the stop line would leave its model out
+    # search (decide) before the check is measured, and the stop line would leave its model out; an explore pick
+    # above its threshold outranks one below its own (a model with no answer keeps the search going at a score
+    # that would stop a model with one)
     return ({"seed": 4, "design": 3, "check": 2, "explore": 1, "confirm": 0}[pick.phase],
+            int(pick.phase == "explore" and not _below(pick, floors)),
             pick.score if pick.score is not None else pick.p_change or 0.0)
 
 
@@ -236,12 +252,13 @@ def _answer_clause(model: str, st: ModelState | None, points: Sequence[SearchPoi
 
 
 def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], points: Sequence[SearchPoint],
-                  rows: Mapping[str, dict[str, Any]], threshold: float, left_out: Mapping[str, str],
+                  rows: Mapping[str, dict[str, Any]], floors: tuple[float, float], left_out: Mapping[str, str],
                   change: str = "change the answer") -> str:
     """The stop line when no candidate is likely to change any model's answer: per model, what holds (the answer's
     repeats, or that there is none and how unlikely the unmeasured are to hold one), the most likely change, and
-    the configurations left out for want of an accuracy drop (_unjudgeable). `change`: what counts as a change, in
-    words."""
+    the configurations left out for want of an accuracy drop (_unjudgeable). `floors`: the stop thresholds (with an
+    answer, with none); `change`: what counts as a change, in words."""
+    threshold = floors[0]
     many = len(explored) > 1
     parts = []
     for pick in explored:
@@ -250,7 +267,7 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
         if pick.no_answer:
             text = (f"{pick.model + ': ' if many else ''}no answer: no measured configuration meets every limit, "
                     f"and the {pick.candidates} candidate(s) left are unlikely to (P(any meets every limit) = "
-                    f"{pick.score or 0.0:.3f} < {threshold:g}; the most likely, {name}, P = "
+                    f"{pick.score or 0.0:.3f} < {floors[1]:g}; the most likely, {name}, P = "
                     f"{pick.p_change or 0.0:.3f})")
         elif pick.score is not None and pick.score != pick.p_change:
             text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to change the answer "
@@ -308,10 +325,13 @@ def _confirm(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
 
 
 def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal,
-                state: ModelState | None, seed: int, kind: str, explore_min_prob: float = EXPLORE_MIN_PROB
+                state: ModelState | None, seed: int, kind: str,
+                floors: tuple[float, float] = (EXPLORE_MIN_PROB, EXPLORE_MIN_PROB * NO_ANSWER_SHARE)
                 ) -> tuple[Pick | None, list[Predicted], str | None, str]:
     """(this model's pick, its predictions, why it cannot be answered from more rows like its own: None while it
-    can, the configurations left out for want of an accuracy drop, in words: '' when none)."""
+    can, the configurations left out for want of an accuracy drop, in words: '' when none). `floors`: the stop
+    thresholds (with an answer, with none)."""
+    explore_min_prob = floors[0]
     encoder = Encoder(points)
     model = points[0].model
     status = {p.key: _rows_of(p, rows) for p in points}

@@ -1,0 +1,89 @@
+"""A best search stops with "no answer" only when the configurations it has not measured are, together, far less
+likely to hold one than the threshold of a stop with an answer (issue 36): P(some candidate meets every limit) <
+NO_ANSWER_SHARE x explore_min_prob (0.01 by default). A wrong "no answer" loses the whole answer; a wrong stop with
+one loses at most its gap to the best.
+
+- decide itself, on picks whose scores are set (its per-model step replaced): the same score stops a model with
+  an answer and keeps one with none going; the threshold is a parameter; with two models, the one with no answer
+  keeps the search going when the other would stop.
+- A replay on the known landscape: a search with no answer to find stops below the stricter threshold, and says it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from search_landscape import grid, replay
+
+from edgebench.answer.best import Limits
+from edgebench.search import decide as decide_module
+from edgebench.search.decide import EXPLORE_MIN_PROB, NO_ANSWER_SHARE, Pick, decide
+from edgebench.search.goal import Goal
+from edgebench.search.space import make_point
+
+GOAL = Goal("best", "throughput", Limits(slo_ms=5.0, percentile="p90"))
+
+
+def _points(models=("net",)):
+    return [make_point({"model": m, "backend": "null", "precision": "fp32", "batch": b, "instances": 1,
+                        "mode": "process", "placement": "cpu"}, [f"{m}{b}r0"]) for m in models for b in (1, 2)]
+
+
+def _stub(monkeypatch, scores: dict[str, tuple[float, bool]]) -> None:
+    """Each model's step returns an explore pick with the given (score, no answer yet)."""
+    def step(mine, *_a, **_k):
+        score, none = scores[mine[0].model]
+        return (Pick("explore", mine[0].key, [mine[0].hashes[0]], f"{mine[0].label}: explore", score / 2, score,
+                     mine[0].model, none, 2), [], None, "")
+
+    monkeypatch.setattr(decide_module, "_model_step", step)
+
+
+def test_a_score_that_stops_a_search_with_an_answer_keeps_one_with_none_going(monkeypatch):
+    assert EXPLORE_MIN_PROB * NO_ANSWER_SHARE == pytest.approx(0.01)
+    points = _points()
+    _stub(monkeypatch, {"net": (0.03, False)})
+    d = decide(points, {}, GOAL, budget_left=10)
+    assert d.pick is None and d.stop is not None and "< 0.05" in d.stop, (d.pick, d.stop)
+    _stub(monkeypatch, {"net": (0.03, True)})
+    d = decide(points, {}, GOAL, budget_left=10)
+    assert d.stop is None and d.pick is not None and d.pick.phase == "explore" and d.pick.no_answer
+    # the threshold of a stop with no answer is a parameter: at explore_min_prob, the search before this rule
+    d = decide(points, {}, GOAL, budget_left=10, no_answer_min_prob=EXPLORE_MIN_PROB)
+    assert d.pick is None and d.stop is not None
+    assert "no answer" in d.stop and "P(any meets every limit) = 0.030 < 0.05" in d.stop, d.stop
+    _stub(monkeypatch, {"net": (0.008, True)})
+    d = decide(points, {}, GOAL, budget_left=10)
+    assert d.pick is None and d.stop is not None and "P(any meets every limit) = 0.008 < 0.01" in d.stop, d.stop
+
+
+def test_a_model_with_no_answer_keeps_the_search_going_when_another_would_stop(monkeypatch):
+    """Two models: 'a' with no answer at 0.03, 'b' with an answer at 0.04 (higher, but below its threshold). The
+    pick is a's; before, b's higher score ranked first and stopped the search with a's 0.03 unexplored."""
+    points = _points(("a", "b"))
+    _stub(monkeypatch, {"a": (0.03, True), "b": (0.04, False)})
+    d = decide(points, {}, GOAL, budget_left=10)
+    assert d.stop is None and d.pick is not None and d.pick.model == "a", (d.stop, d.pick)
+    d = decide(points, {}, GOAL, budget_left=10, no_answer_min_prob=0.05)
+    assert d.pick is None and d.stop is not None and d.stop.count("< 0.05") == 2, d.stop
+
+
+def test_a_search_with_no_answer_to_find_stops_below_the_stricter_threshold(monkeypatch):
+    """Nothing on the landscape is that fast (its quickest row, int8 b1 1x, is 0.74 ms): the search measures until
+    the candidates together are less than 1% likely to meet the limit; with the threshold of a stop with an answer
+    (NO_ANSWER_SHARE 1, the search before this rule) it stops sooner, on a P between the two."""
+    pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
+    points, rows = grid()
+    impossible = Goal("best", "throughput", Limits(slo_ms=0.7, percentile="p90"))
+    assert all(r["latency_ms_p90"] > 0.7 for r in rows.values())  # the truth: no answer
+    final, _picks, strict = replay(points, rows.__getitem__, impossible, surrogate="loglinear")
+    assert final.stop is not None and "no answer" in final.stop, final.stop
+    got = re.search(r"P\(any meets every limit\) = ([0-9.]+) < ([0-9.]+)", final.stop)
+    assert got is not None and float(got.group(1)) < 0.01 and got.group(2) == "0.01", final.stop
+    monkeypatch.setattr(decide_module, "NO_ANSWER_SHARE", 1.0)
+    final, _picks, loose = replay(points, rows.__getitem__, impossible, surrogate="loglinear")
+    got = re.search(r"P\(any meets every limit\) = ([0-9.]+) < 0.05", final.stop or "")
+    assert got is not None and float(got.group(1)) >= 0.01, final.stop
+    assert 3 < len(loose) < len(strict)
+
