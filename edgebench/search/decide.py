@@ -12,6 +12,7 @@ The order of a search:
      nearly equal over the whole space, or its length scales collapsed, or its noise term taking most of the
      variance), up to DESIGN_EXTRA configurations beyond the model's effective features: a flat fit of three
      similar seeds says nothing about the rest of the space, and its narrow intervals must not stop the search;
+   and before a stop with no answer, trusted or not, until the design holds that many configurations;
 3. explore: fit a surrogate of every metric the answer reads on the usable rows, and measure (one row) the point
    whose measurement is most likely to change the answer:
    best under limits: P(meets every limit) x P(beats the current best beyond its 95% interval: a configuration
@@ -393,6 +394,16 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
         for q, _p in scored:
             miss_all *= 1.0 - q
         score = 1.0 - miss_all
+    if no_answer and score < floors[1] and fresh and len(tried) < design_size:
+        # about to stop with no answer on models fitted to fewer configurations than the design holds: a few seeds
+        # that miss the limit can leave a fit that reverts to their mean everywhere else, narrow enough to call
+        # every other configuration infeasible (H200-instances, p95 <= 4.52 ms: 3 seed rows at 8.7-15.3 ms, every
+        # b1 configuration put at 11.5 [6.6, 20.1] ms; ort fp16 b1 4x is at 4.5 ms). The design is finished first.
+        q = farthest(fresh, tried, encoder)
+        return Pick("design", q.key, _next_rows(q, rows, 1),
+                    f"{q.label}: space-filling before a stop with no answer (P(some candidate meets every limit) = "
+                    f"{score:.3f}; {len(tried)} of {design_size} configurations in the design)", model=model), \
+            preds, None, left_out
     if goal.mode == "best" and state is not None and not no_answer and score < explore_min_prob:
         best = next((p for p in points if p.key == state.answer_keys[0]), None)  # with an answer: one key at least
         check = thin_level(points, status, usable, candidates, best, encoder) if best is not None else None

@@ -7,20 +7,23 @@ one loses at most its gap to the best.
   an answer and keeps one with none going; the threshold is a parameter; with two models, the one with no answer
   keeps the search going when the other would stop.
 - A replay on the known landscape: a search with no answer to find stops below the stricter threshold, and says it.
+- Before a stop with no answer, the space-filling design is finished (effective features + DESIGN_EXTRA
+  configurations): a replay on a stored grid that stopped after its 3 seeds now answers.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from search_landscape import grid, replay
 
 from edgebench.answer.best import Limits
 from edgebench.search import decide as decide_module
-from edgebench.search.decide import EXPLORE_MIN_PROB, NO_ANSWER_SHARE, Pick, decide
+from edgebench.search.decide import DESIGN_EXTRA, EXPLORE_MIN_PROB, NO_ANSWER_SHARE, Pick, decide
 from edgebench.search.goal import Goal
-from edgebench.search.space import make_point
+from edgebench.search.space import Encoder, make_point
 
 GOAL = Goal("best", "throughput", Limits(slo_ms=5.0, percentile="p90"))
 
@@ -87,3 +90,29 @@ def test_a_search_with_no_answer_to_find_stops_below_the_stricter_threshold(monk
     assert got is not None and float(got.group(1)) >= 0.01, final.stop
     assert 3 < len(loose) < len(strict)
 
+
+def test_a_stop_with_no_answer_waits_for_the_design_on_the_stored_h200_grid():
+    """The stored H200 instances grid, best throughput with p95 <= 4.52 ms and power <= 205 W (a tight set drawn for
+    docs/results/search/no-answer-stop), gp, search seed 3. Its seeds (torch fp16 b1 4x, ort fp32 b64 2x, torch amp
+    b64 2x) miss the SLO at 8.7-15.3 ms, and the latency fit then put nearly every other configuration at 11.5
+    [6.6, 20.1] ms: P(some candidate meets every limit) = 0.006, and the search stopped with no answer after 3
+    rows. Before a stop with no answer the design is finished now; its first row shows the fit what a b1
+    configuration costs, and the search answers ort fp16 b1 4x (4.5 ms), the grid's answer."""
+    pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
+    from search_landscape import answer_keys, stored_grid
+
+    from edgebench.search.design import effective_features
+
+    results = Path(__file__).resolve().parents[2] / "docs" / "results"
+    points, rows = stored_grid(results / "h200" / "instgrid-results.csv")
+    goal = Goal("best", "throughput", Limits(slo_ms=4.52, percentile="p95", power_cap_w=205.0))
+    final, picks, got = replay(points, rows.__getitem__, goal, seed=3, surrogate="gp")
+    assert [ph for ph, *_ in picks[:3]] == ["seed"] * 3
+    phase, _key, _hashes, why = picks[3]
+    assert phase == "design" and "space-filling before a stop with no answer" in why, picks[3]
+    assert float(re.search(r"P\(some candidate meets every limit\) = ([0-9.]+)", why).group(1)) < 0.01
+    assert f"3 of {effective_features(points, Encoder(points)) + DESIGN_EXTRA} configurations" in why
+    (truth,) = answer_keys(goal, rows.values(), points)
+    assert answer_keys(goal, got.values(), points) == (truth,)
+    assert next(p.label for p in points if p.key == truth).startswith("ort fp16 b1 4x")
+    assert final.stop is not None and "no answer" not in final.stop, final.stop
