@@ -399,13 +399,31 @@ def step_cost(surrogate: str, repeats_timed: int = 5) -> str:
     return "\n".join(lines)
 
 
+def _quantiles(text: str) -> tuple[float, float]:
+    """--draw-quantiles LO,HI: two numbers, 0 <= LO <= HI <= 1."""
+    try:
+        lo, hi = (float(q) for q in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give two quantiles, LO,HI (e.g. 0,0.3)") from None
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: need 0 <= LO <= HI <= 1")
+    return lo, hi
+
+
+def _probability(text: str) -> float:
+    p = float(text)
+    if not 0.0 < p < 1.0:
+        raise argparse.ArgumentTypeError(f"{text}: a probability, 0 < P < 1")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--grids", default=",".join(GRIDS), help="names of GRIDS, or NAME=PATH (any results.csv)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--surrogates", default="gp,loglinear")
     ap.add_argument("--explore-min-prob", type=float, default=EXPLORE_MIN_PROB)
-    ap.add_argument("--no-answer-min-prob", type=float, default=None,
+    ap.add_argument("--no-answer-min-prob", type=_probability, default=None,
                     help="the threshold of a stop with no answer (default: NO_ANSWER_SHARE x --explore-min-prob)")
     ap.add_argument("--goals", default="", help="only fixed goals whose name contains one of these (comma-separated; "
                                                 "e.g. 'Pareto')")
@@ -414,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drawn-surrogates", default=None,
                     help="surrogates for the drawn goals (default: --surrogates)")
     ap.add_argument("--draw-seed", type=int, default=0)
-    ap.add_argument("--draw-quantiles", default="0.15,0.95", metavar="LO,HI",
+    ap.add_argument("--draw-quantiles", type=_quantiles, default=(0.15, 0.95), metavar="LO,HI",
                     help="the drawn thresholds' quantiles of the grid's worst-repeat values (low: tight sets)")
     ap.add_argument("--no-fixed", action="store_true", help="leave out the fixed goals (goals_for)")
     g = ap.add_argument_group("a goal of your own (as `edgebench best` takes it): replaces the fixed and drawn goals")
@@ -458,8 +476,8 @@ def main(argv: list[str] | None = None) -> int:
                          if not args.goals or any(g in n for g in args.goals.split(","))]
             rng = random.Random(args.draw_seed * 1_000_003 + zlib.crc32(name.encode()))
             drawn_surrogates = (args.drawn_surrogates or args.surrogates).split(",")
-            lo, hi = (float(q) for q in args.draw_quantiles.split(","))
-            sets += [("drawn", n, goal, drawn_surrogates) for n, goal in draw_goals(rows, args.drawn, rng, (lo, hi))]
+            sets += [("drawn", n, goal, drawn_surrogates) for n, goal in draw_goals(rows, args.drawn, rng,
+                                                                                    args.draw_quantiles)]
         for goal_set, goal_name, goal, surs in sets:
             for surrogate in surs:
                 for seed in range(args.seeds):

@@ -244,8 +244,8 @@ class SearchSection(Section):
         default="gp", description="the model of each metric over the grid (docs/results/search: why gp)")
     explore_min_prob: float = Field(default=0.05, gt=0.0, lt=1.0, allow_inf_nan=False,
                                     description="explore while some configuration changes the answer with at least this "
-                                                "probability (with no answer yet: while one meets every limit with "
-                                                "a fifth of it)")
+                                                "probability (with no answer yet: while P(some candidate meets "
+                                                "every limit) >= explore_min_prob / 5)")
 
 
 class ProfileFile(Section):

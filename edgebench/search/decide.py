@@ -12,7 +12,8 @@ The order of a search:
      nearly equal over the whole space, or its length scales collapsed, or its noise term taking most of the
      variance), up to DESIGN_EXTRA configurations beyond the model's effective features: a flat fit of three
      similar seeds says nothing about the rest of the space, and its narrow intervals must not stop the search;
-   and before a stop with no answer, trusted or not, until the design holds that many configurations;
+   and before a stop with no answer, trusted or not, until the design holds that many configurations (this pick
+   ranks among other models' picks as an explore pick above its threshold);
 3. explore: fit a surrogate of every metric the answer reads on the usable rows, and measure (one row) the point
    whose measurement is most likely to change the answer:
    best under limits: P(meets every limit) x P(beats the current best beyond its 95% interval: a configuration
@@ -26,8 +27,8 @@ The order of a search:
    best: while P(some candidate changes the answer) = 1 - prod(1 - P_i) >= explore_min_prob, and while nothing
    measured meets every limit (no answer yet), P(some candidate meets every limit) >= NO_ANSWER_SHARE x
    explore_min_prob: a search never stops with "no answer", or with an answer, while the candidates together are
-   not unlikely to change it, and a stop with no answer (which loses the whole answer if wrong) asks five times
-   surer; Pareto: while the most likely one has P >= explore_min_prob;
+   not unlikely to change it, and a stop with no answer (which loses the whole answer if wrong) allows a five
+   times smaller chance; Pareto: while the most likely one has P >= explore_min_prob;
 4. check (best, about to stop with an answer): a level of a categorical axis that varies whose usable rows sit at
    fewer than 2 (batch, instances) positions is measured where the answer is (design.thin_level; it outranks
    another model's explore pick, so a multi-model search does not stop before it): one position gives the
@@ -223,7 +224,11 @@ def _priority(pick: Pick, floors: tuple[float, float]) -> tuple[int, int, float]
     # a check outranks any model's explore pick: an explore pick below explore_min_prob would otherwise stop the
     # search (decide) before the check is measured, and the stop line would leave its model out; an explore pick
     # above its threshold outranks one below its own (a model with no answer keeps the search going at a score
-    # that would stop a model with one)
+    # that would stop a model with one); the design before a stop with no answer (a design pick with no_answer)
+    # ranks as such an explore pick: another model's explore picks above their thresholds, and its checks, go first
+    # (under a row budget, a model about to say "no answer" does not spend it before them), one below goes after
+    if pick.phase == "design" and pick.no_answer:
+        return 1, 1, pick.score or 0.0
     return ({"seed": 4, "design": 3, "check": 2, "explore": 1, "confirm": 0}[pick.phase],
             int(pick.phase == "explore" and not _below(pick, floors)),
             pick.score if pick.score is not None else pick.p_change or 0.0)
@@ -397,13 +402,14 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     if no_answer and score < floors[1] and fresh and len(tried) < design_size:
         # about to stop with no answer on models fitted to fewer configurations than the design holds: a few seeds
         # that miss the limit can leave a fit that reverts to their mean everywhere else, narrow enough to call
-        # every other configuration infeasible (H200-instances, p95 <= 4.52 ms: 3 seed rows at 8.7-15.3 ms, every
-        # b1 configuration put at 11.5 [6.6, 20.1] ms; ort fp16 b1 4x is at 4.5 ms). The design is finished first.
-        q = farthest(fresh, tried, encoder)
-        return Pick("design", q.key, _next_rows(q, rows, 1),
-                    f"{q.label}: space-filling before a stop with no answer (P(some candidate meets every limit) = "
-                    f"{score:.3f}; {len(tried)} of {design_size} configurations in the design)", model=model), \
-            preds, None, left_out
+        # every other configuration infeasible (H200-instances, p95 <= 4.52 ms: two seeds with a p95, 8.7 and
+        # 15.3 ms, every b1 configuration put at 11.5 [6.6, 20.1] ms; ort fp16 b1 4x is at 4.5 ms). The design is
+        # finished first; it ranks as an explore pick that keeps the search going (_priority)
+        far = farthest(fresh, tried, encoder)
+        return Pick("design", far.key, _next_rows(far, rows, 1),
+                    f"{far.label}: space-filling before a stop with no answer (P(some candidate meets every limit) = "
+                    f"{score:.3f}; {len(tried)} of {design_size} configurations in the design)", None, score, model,
+                    True, len(scored)), preds, None, left_out
     if goal.mode == "best" and state is not None and not no_answer and score < explore_min_prob:
         best = next((p for p in points if p.key == state.answer_keys[0]), None)  # with an answer: one key at least
         check = thin_level(points, status, usable, candidates, best, encoder) if best is not None else None

@@ -72,10 +72,43 @@ def test_a_model_with_no_answer_keeps_the_search_going_when_another_would_stop(m
     assert d.pick is None and d.stop is not None and d.stop.count("< 0.05") == 2, d.stop
 
 
+def test_the_design_before_a_stop_with_no_answer_ranks_as_an_explore_pick_that_goes_on(monkeypatch):
+    """Two models: 'a' about to stop with no answer, short of its design (a design pick with its P = 0.006), 'b'
+    exploring. b's pick above its threshold goes first (under a row budget, a model about to say "no answer" does
+    not spend it before b); b's pick below its threshold goes after a's design row, which keeps the search going."""
+    points = _points(("a", "b"))
+
+    def step(b_score):
+        def model_step(mine, *_a, **_k):
+            if mine[0].model == "a":
+                return (Pick("design", mine[0].key, [mine[0].hashes[0]], "a: space-filling before a stop with no "
+                             "answer", None, 0.006, "a", True, 2), [], None, "")
+            return (Pick("explore", mine[0].key, [mine[0].hashes[0]], "b: explore", b_score, b_score, "b", False, 2),
+                    [], None, "")
+        return model_step
+
+    monkeypatch.setattr(decide_module, "_model_step", step(0.2))
+    d = decide(points, {}, GOAL, budget_left=10)
+    assert d.pick is not None and d.pick.model == "b", d.pick
+    monkeypatch.setattr(decide_module, "_model_step", step(0.03))
+    d = decide(points, {}, GOAL, budget_left=10)
+    assert d.stop is None and d.pick is not None and (d.pick.model, d.pick.phase) == ("a", "design"), (d.stop, d.pick)
+
+
+def test_searches_with_an_answer_and_fronts_never_take_the_design_before_a_stop_with_no_answer():
+    pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
+    points, rows = grid()
+    for goal in (Goal("pareto"), Goal("best", "throughput", Limits(slo_ms=8.0, percentile="p90"))):
+        final, picks, _got = replay(points, rows.__getitem__, goal, surrogate="loglinear")
+        assert final.stop is not None and "no answer" not in final.stop, final.stop
+        assert not [why for _ph, _k, _h, why in picks if "before a stop with no answer" in why], picks
+
+
 def test_a_search_with_no_answer_to_find_stops_below_the_stricter_threshold(monkeypatch):
     """Nothing on the landscape is that fast (its quickest row, int8 b1 1x, is 0.74 ms): the search measures until
     the candidates together are less than 1% likely to meet the limit; with the threshold of a stop with an answer
-    (NO_ANSWER_SHARE 1, the search before this rule) it stops sooner, on a P between the two."""
+    (NO_ANSWER_SHARE 1; the design before a stop with no answer stays on, and is done here by then) it stops
+    sooner, on a P between the two."""
     pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
     points, rows = grid()
     impossible = Goal("best", "throughput", Limits(slo_ms=0.7, percentile="p90"))
@@ -93,10 +126,10 @@ def test_a_search_with_no_answer_to_find_stops_below_the_stricter_threshold(monk
 
 def test_a_stop_with_no_answer_waits_for_the_design_on_the_stored_h200_grid():
     """The stored H200 instances grid, best throughput with p95 <= 4.52 ms and power <= 205 W (a tight set drawn for
-    docs/results/search/no-answer-stop), gp, search seed 3. Its seeds (torch fp16 b1 4x, ort fp32 b64 2x, torch amp
-    b64 2x) miss the SLO at 8.7-15.3 ms, and the latency fit then put nearly every other configuration at 11.5
-    [6.6, 20.1] ms: P(some candidate meets every limit) = 0.006, and the search stopped with no answer after 3
-    rows. Before a stop with no answer the design is finished now; its first row shows the fit what a b1
+    docs/results/search/no-answer-stop), gp, search seed 3. Its seeds are torch fp16 b1 4x, ort fp32 b64 2x and torch
+    amp b64 2x: two with a p95 (8.7 and 15.3 ms, over the SLO) and one with none (it draws 537 W, over the cap).
+    The latency fit then put nearly every other configuration at 11.5 [6.6, 20.1] ms: P(some candidate meets every
+    limit) = 0.006, and the search stopped with no answer after 3 rows. Before a stop with no answer the design is finished now; its first row shows the fit what a b1
     configuration costs, and the search answers ort fp16 b1 4x (4.5 ms), the grid's answer."""
     pytest.importorskip("sklearn", reason="the search's surrogates need scikit-learn (pip install 'edgebench[search]')")
     from search_landscape import answer_keys, stored_grid
