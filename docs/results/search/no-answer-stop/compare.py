@@ -9,7 +9,9 @@
    rows (in all, in the sets with an answer, in the sets with none), and the median share of the grid's rows; then
    every search whose rows or answer moved from `0.05` to `design`.
 2. The published records the change can move: every other search keeps its rows and answer (a search moves only
-   if, before, it stopped with no answer), shown by replaying the published sets and listing what differs.
+   if, before, it stopped with no answer), shown by replaying the published sets and listing what differs. The
+   published records are ../eval.json as it was before records.py put the replays in its place: that file, with
+   the 13 records records.py replaced taken from published-before.jsonl.gz (commit 2cf5b14's).
 """
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ def row(label: str, rs: list[dict]) -> str:
 
 def tight() -> None:
     print("## Tight sets (draw seed 2, quantiles 0-0.3), gp, seeds 0-4, on the H200 machine's CPU cores\n")
-    print("| grid, search | searches | sets with no answer | answer = truth | exact | wrong \"no answer\" | rows | "
-          "rows, sets with an answer | rows, sets with none | rows: median share |")
+    print("| grid, search | searches | searches, no answer in the grid | answer = truth | exact | wrong \"no answer\" | "
+          "rows | rows, sets with an answer | rows, sets with none | rows: median share |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     runs = {(run, g): load(f"tight-{run}-{g}.jsonl.gz") for run in RUNS for g in GRIDS}
     for g in GRIDS:
@@ -83,6 +85,7 @@ def _names(answer: dict) -> str:
 def published() -> None:
     print("\n## The published records replayed with the committed search\n")
     pub = {key(r): r for r in json.loads((HERE.parent / "eval.json").read_text())}
+    pub.update({key(r): r for r in load("published-before.jsonl.gz")})
     for name, what in (("draw0-design-h100-torch.jsonl.gz", "H100 drawn sets (draw seed 0), gp, H200 machine"),
                        ("fixed-design.jsonl.gz", "fixed best goals of the four small grids, gp, H200 machine"),
                        ("draw0-design-h100-torch-loglinear-here.jsonl.gz",

@@ -21,8 +21,8 @@ SEARCH = HERE.parent
 sys.path[:0] = [str(SEARCH.parents[2] / "benchmarks"), str(SEARCH.parents[2])]
 import search_eval  # noqa: E402
 
-NOTE = (". The searches that stopped with no answer (H100 drawn #31, #38 and #43): commit 88a654d's search, which stops "
-        "with no answer only at P < 0.01 and after the design: [no-answer-stop](no-answer-stop/README.md)")
+NOTE = (". The searches that stopped with no answer (H100 drawn #31, #38 and #43): commit 88a654d's search, which "
+        "stops with no answer only at P < 0.01 and after the design: [no-answer-stop](no-answer-stop/README.md)")
 
 
 def replays() -> dict[tuple, dict]:
