@@ -422,9 +422,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grids", default=",".join(GRIDS), help="names of GRIDS, or NAME=PATH (any results.csv)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--surrogates", default="gp,loglinear")
-    ap.add_argument("--explore-min-prob", type=float, default=EXPLORE_MIN_PROB)
+    ap.add_argument("--explore-min-prob", type=_probability, default=EXPLORE_MIN_PROB)
     ap.add_argument("--no-answer-min-prob", type=_probability, default=None,
-                    help="the threshold of a stop with no answer (default: NO_ANSWER_SHARE x --explore-min-prob)")
+                    help="the threshold of a stop with no answer, at most --explore-min-prob (default: "
+                         "NO_ANSWER_SHARE x --explore-min-prob)")
     ap.add_argument("--goals", default="", help="only fixed goals whose name contains one of these (comma-separated; "
                                                 "e.g. 'Pareto')")
     ap.add_argument("--drawn", type=int, default=0, metavar="N",
@@ -449,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(the command line it prints is that run's: pass it as --command)")
     ap.add_argument("--command", help="with --render: the command line that made the records")
     args = ap.parse_args(argv)
+    if args.no_answer_min_prob is not None and args.no_answer_min_prob > args.explore_min_prob:
+        ap.error(f"--no-answer-min-prob {args.no_answer_min_prob:g} is above --explore-min-prob "
+                 f"{args.explore_min_prob:g}: a stop with no answer is never the easier one")
     if args.render:
         records = json.loads(Path(args.render).read_text())
         write_out(records, args.out, args.notes, args.command or "")

@@ -157,9 +157,11 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
            point_of: Mapping[str, str] | None = None, no_answer_min_prob: float | None = None) -> Decision:
     """The next pick or the reason to stop. `rows`: config hash -> measured row (any status) of the points'
     planned rows; `budget_left`: rows the search may still measure; `no_answer_min_prob`: the threshold of a stop
-    with no answer (default NO_ANSWER_SHARE x explore_min_prob)."""
+    with no answer (default NO_ANSWER_SHARE x explore_min_prob; at most explore_min_prob)."""
     floors = (explore_min_prob, explore_min_prob * NO_ANSWER_SHARE if no_answer_min_prob is None
               else no_answer_min_prob)
+    if not 0.0 < floors[1] <= explore_min_prob:
+        raise ValueError(f"no_answer_min_prob {floors[1]:g}: 0 < P <= explore_min_prob ({explore_min_prob:g})")
     point_of = point_of or {h: p.key for p in points for h in p.hashes}
     measured = with_accuracy_drop(list(rows.values()))
     by_hash = {str(r.get("config_hash")): r for r in measured}
@@ -225,8 +227,9 @@ def _priority(pick: Pick, floors: tuple[float, float]) -> tuple[int, int, float]
     # search (decide) before the check is measured, and the stop line would leave its model out; an explore pick
     # above its threshold outranks one below its own (a model with no answer keeps the search going at a score
     # that would stop a model with one); the design before a stop with no answer (a design pick with no_answer)
-    # ranks as such an explore pick: another model's explore picks above their thresholds, and its checks, go first
-    # (under a row budget, a model about to say "no answer" does not spend it before them), one below goes after
+    # ranks as such an explore pick: another model's explore picks above their thresholds (higher scores: the
+    # no-answer threshold is at most explore_min_prob) and another model's checks go first (under a row budget, a
+    # model about to say "no answer" does not spend it before them), an explore pick below its threshold after
     if pick.phase == "design" and pick.no_answer:
         return 1, 1, pick.score or 0.0
     return ({"seed": 4, "design": 3, "check": 2, "explore": 1, "confirm": 0}[pick.phase],
