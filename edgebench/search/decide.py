@@ -334,12 +334,11 @@ def _confirm(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]],
 
 
 def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], goal: Goal,
-                state: ModelState | None, seed: int, kind: str,
-                floors: tuple[float, float] = (EXPLORE_MIN_PROB, EXPLORE_MIN_PROB * NO_ANSWER_SHARE)
+                state: ModelState | None, seed: int, kind: str, floors: tuple[float, float]
                 ) -> tuple[Pick | None, list[Predicted], str | None, str]:
     """(this model's pick, its predictions, why it cannot be answered from more rows like its own: None while it
     can, the configurations left out for want of an accuracy drop, in words: '' when none). `floors`: the stop
-    thresholds (with an answer, with none)."""
+    thresholds (with an answer, with none), as decide resolved them."""
     explore_min_prob = floors[0]
     encoder = Encoder(points)
     model = points[0].model
