@@ -1,17 +1,10 @@
 #!/usr/bin/env bash
 # The search as committed (with the level check) replayed where the published records of these sets were made,
 # the H200 machine's CPU cores: the small grids' fixed best goals over search seeds 0-14 (fixed-15-seeds) and the
-# 168-configuration synthetic grid's best goals (fixed, 3 seeds; 48 drawn, 1 seed). Staging as device-replay.sh
-# (two calls: .device/w1, then .device/w2 with .device/pyd). Writes $OUT/final.tar.
+# 168-configuration synthetic grid's best goals (fixed, 3 seeds; 48 drawn, 1 seed). Staging as ../device-stage.sh
+# says (two calls: .device/w1, then .device/w2 with .device/pyd). Writes $OUT/final.tar.
 set -euo pipefail
-mkdir -p /tmp/w && cp .device/w*/p.* /tmp/w/ 2>/dev/null || true
-if [ ! -d /tmp/site/sklearn ]; then
-  [ "$(ls /tmp/w/p.* | wc -l)" -ge 2 ] || { echo "staged: $(ls /tmp/w)"; exit 0; }
-  cat /tmp/w/p.* | tar -x -C /tmp/w
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/w/*.whl .device/pyd/*.whl
-fi
-CORES=$(nproc)
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH=/tmp/site:$PWD
+source docs/results/search/device-stage.sh  # the wheels installed once; CORES, one thread per process, PYTHONPATH
 O=/tmp/final && rm -rf $O && mkdir -p $O
 t0=$SECONDS
 python3 benchmarks/search_eval.py --seeds 15 --surrogates gp --goals best,lowest --jobs "$CORES" \

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Replay the search with the level check (change.diff, on a tree of commit d8e3e2a) on the device machine's CPU
 # cores, set by set, each set's records streamed to <check>-<set>.jsonl in $OUT/records.tar (rewritten after each
-# set: a call cut by its limit keeps the sets it finished). Run from the repository root there. The wheels of
-# scipy / scikit-learn travel in two parts (.device/w1, .device/w2, made by ../shared/tools/stage-wheels.sh), in
-# two calls back to back; pydantic's in .device/pyd, with the second:
+# set: a call cut by its limit keeps the sets it finished). Run from the repository root there (that tree needs
+# ../device-stage.sh too). Staging as ../device-stage.sh says (two calls back to back: .device/w1, then
+# .device/w2 with .device/pyd):
 #   bash docs/results/search/level-check/device-replay.sh SET...
 # Each set runs with EB_CHECK=off (the search before the check) and then =gated (with it), so a comparison is
 # made on one machine: replays of one code on two machines differ where a grid's configurations nearly tie.
@@ -12,17 +12,9 @@
 # EB_CHECKS=gated runs the check alone.
 set -euo pipefail
 HERE=docs/results/search/level-check
-mkdir -p /tmp/w && cp .device/w*/p.* /tmp/w/ 2>/dev/null || true
-if [ ! -d /tmp/site/sklearn ]; then
-  [ "$(ls /tmp/w/p.* | wc -l)" -ge 2 ] || { echo "staged: $(ls /tmp/w)"; exit 0; }
-  cat /tmp/w/p.* | tar -x -C /tmp/w
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/w/*.whl .device/pyd/*.whl
-fi
-CORES=$(nproc)  # before OMP_NUM_THREADS: nproc reads it
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+source docs/results/search/device-stage.sh  # the wheels installed once; CORES, one thread per process, PYTHONPATH
 # the tree here is the device's copy of commit d8e3e2a's: change.diff puts the check in, switched by EB_CHECK
 patch -p1 --forward -s < "$HERE/change.diff" || true
-export PYTHONPATH=/tmp/site:$PWD
 mkdir -p /tmp/r
 echo "$CORES cores, checks: ${EB_CHECKS:=off gated}"
 R50=h200-refgrid=docs/results/search/refgrid/results.csv

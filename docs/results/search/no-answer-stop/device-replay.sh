@@ -1,23 +1,15 @@
 #!/usr/bin/env bash
 # Replay the search on the device machine's CPU cores, set by set, each set's records (search_eval's eval.json)
 # in $OUT/records.tar (rewritten after each set: a call cut by its limit keeps the sets it finished). Run from the
-# repository root there. The wheels of scipy / scikit-learn travel in two parts (.device/w1, .device/w2, made by
-# ../shared/tools/stage-wheels.sh), in two calls back to back; pydantic's in .device/pyd, with the second:
+# repository root there. Staging as ../device-stage.sh says (two calls back to back: .device/w1, then .device/w2
+# with .device/pyd):
 #   LABEL=... bash docs/results/search/no-answer-stop/device-replay.sh SET...
 # SET: tight-<grid>[@<threshold>] (the 50 tight sets: draw seed 2, thresholds at quantiles 0-0.3 of the grid's
 # worst-repeat values, few configurations or none feasible; with @T the stop with no answer at P < T, without it
 # the tree's default), draw0-<grid> (the 50 drawn sets of draw seed 0), fixed (the fixed best goals of the four
 # small grids). Seeds 0 to SEEDS-1 (default 5), gp. Records: <LABEL>-<SET>.eval.json.
 set -euo pipefail
-mkdir -p /tmp/w && cp .device/w*/p.* /tmp/w/ 2>/dev/null || true
-if [ ! -d /tmp/site/sklearn ]; then
-  [ "$(ls /tmp/w/p.* | wc -l)" -ge 2 ] || { echo "staged: $(ls /tmp/w)"; exit 0; }
-  cat /tmp/w/p.* | tar -x -C /tmp/w
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/w/*.whl .device/pyd/*.whl
-fi
-CORES=$(nproc)  # before OMP_NUM_THREADS: nproc reads it
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-export PYTHONPATH=/tmp/site:$PWD
+source docs/results/search/device-stage.sh  # the wheels installed once; CORES, one thread per process, PYTHONPATH
 mkdir -p /tmp/r
 echo "$CORES cores, seeds ${SEEDS:=5}, label ${LABEL:=run}"
 for set in "$@"; do
