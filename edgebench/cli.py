@@ -528,7 +528,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if fixed:
         profile = profile.with_overrides("sweep", {"values": "--value"}, values=fixed)
     planned = expand(profile, env, onnx_model=model if args.onnx else None,
-                     fixed_batches=fixed_batches, input_values={model: fixed})
+                     fixed_batches=fixed_batches, input_values={model: fixed}, specs=onnx_specs)
     refuse_empty_plan(planned)
     run_dir, store = _start_run_dir(profile, args.out, new_run_id(f"run-{model}"), args)
     return _sweep(profile, planned, run_dir, store, args, onnx_specs)

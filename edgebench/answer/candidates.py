@@ -1,13 +1,20 @@
 """Rows grouped into candidate configurations: what the answer layer (best, Pareto front) ranks.
 
 A *candidate* is one configuration measured one or more times: the rows that differ only in `repeat` (and in
-what a measurement gives: numbers, run id, start time). Its value for a metric is the median over its usable
-(ok) repeats with the median's order-statistic interval (answer.intervals, the method every report table uses).
-Its *invalid* repeats are kept beside them: they are not pooled into the median (their headline could not be
-trusted), but a limit is checked on every repeat that measured the metric, an invalid one included (a measured
-violation is a violation), and every line that names the configuration names them with why. Rows are read
-through the one typed reader (results.reader via results.runs); a results.csv given as a file (not a run folder)
-is read the same way and labelled by its device.
+what a measurement gives: numbers, run id, start time). What a configuration is (answer.identity.IDENTITY,
+re-exported here) is everything that changes what runs: the sweep's axes, the threads, the workload (shapes,
+values, data, weights, model file ...), the inputs fed, the ONNX file, the int8 calibration data; a cell an older
+results.csv does not record is unknown, pooled with other unknowns only. Two candidates whose labels would read
+alike are labelled with what tells them apart (`detail`, answer.identity.tell_apart).
+
+Its value for a metric is the median over its usable repeats (ok, with every column the answer reads) with the
+median's order-statistic interval (answer.intervals, the method every report table uses). Its other measured
+repeats are kept beside them: *invalid* ones (their headline could not be trusted) and ok ones that lack a column
+the answer reads (*incomplete*: a p99 left empty below 662 inferences). Neither is pooled into the median, but a
+limit is checked on every repeat that measured the limit's column, whatever its status (a measured violation is
+a violation), and every line that names the configuration names them with why. Rows are read through the one
+typed reader (results.reader via results.runs); a results.csv given as a file (not a run folder) is read the same
+way and labelled by its device.
 
 Only comparable runs are ranked together: runs are put in one *setup* when no fact that can move a number
 (answer.comparability: board, GPU, CPU, versions, clocks, MPS) has two different recorded values; a fact one run
@@ -23,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.answer.comparability import UNKNOWN, run_facts
+from edgebench.answer.identity import DETAIL_COLUMNS, IDENTITY, known_within_run, tell_apart
 from edgebench.answer.intervals import Interval, median_ci
 from edgebench.errors import EdgebenchError
 from edgebench.placement import compact_placement
@@ -30,9 +38,6 @@ from edgebench.results.reader import read_lines_table
 from edgebench.results.runs import Run, load_run, profile_name
 from edgebench.results.schema import COLUMN_NAMES
 
-# what makes a configuration: every axis a sweep can vary (repeat is not one: rows differing only there are repeats)
-IDENTITY = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
-            "scenario", "gpu_sharing", "rate_per_stream_hz", "arrival")
 # facts that split runs into setups that are not ranked together (power mode is an axis, not a setup: it is in
 # IDENTITY through the row, and a run-level mode is named in the candidate's label below)
 SETUP_FACTS = ("device", "GPU(s)", "CPU", "JetPack", "L4T", "CUDA", "TensorRT", "tensorrt (pip)", "onnxruntime",
@@ -58,6 +63,10 @@ class Candidate:
     rows: list[dict[str, Any]] = field(default_factory=list)  # the usable (ok) repeats
     run_mode: str = ""  # the run-level power mode when the rows do not record one
     invalid_rows: list[dict[str, Any]] = field(default_factory=list)  # measured repeats whose headline is not trusted
+    # ok repeats without a column the answer reads (a p99 too few inferences back): not pooled, limits checked
+    incomplete_rows: list[dict[str, Any]] = field(default_factory=list)
+    detail: list[str] = field(default_factory=list)  # what tells it from a candidate whose label reads alike
+    needed: tuple[str, ...] = ()  # the columns a usable repeat has (what an incomplete one lacks some of)
 
     @property
     def model(self) -> str:
@@ -83,6 +92,8 @@ class Candidate:
             rate = ident.get("rate_per_stream_hz")
             parts.append(f"{ident['scenario']}" + (f" {rate:g}Hz/stream" if isinstance(rate, float) else "")
                          + (f" {ident['arrival']}" if ident.get("arrival") else ""))
+        if self.detail:
+            parts.append(f"({'; '.join(self.detail)})")
         return " ".join(p for p in parts if p)
 
     def values(self, column: str) -> list[float]:
@@ -90,18 +101,33 @@ class Candidate:
         return [float(r[column]) for r in self.rows if r.get(column) is not None]
 
     def every_value(self, column: str) -> list[tuple[float, dict[str, Any]]]:
-        """(value, row) of every repeat that measured `column`, invalid ones included: what a limit is checked on."""
-        return [(float(r[column]), r) for r in [*self.rows, *self.invalid_rows] if r.get(column) is not None]
+        """(value, row) of every repeat that measured `column`, whatever its status (usable, incomplete, invalid):
+        what a limit is checked on."""
+        return [(float(r[column]), r) for r in [*self.rows, *self.incomplete_rows, *self.invalid_rows]
+                if r.get(column) is not None]
+
+    def lacks(self, row: dict[str, Any]) -> list[str]:
+        """The columns the answer reads that `row` leaves empty."""
+        return [c for c in self.needed if row.get(c) is None]
 
     def repeats_text(self) -> str:
-        """'3 repeats' or '1 usable repeat + 2 invalid': how many repeats are behind the numbers."""
+        """'3 usable repeats', '1 usable repeat + 2 invalid' or '2 usable repeats + 1 ok without latency_ms_p99':
+        how many repeats are behind the numbers."""
         usable = f"{len(self.rows)} usable repeat{'s' if len(self.rows) != 1 else ''}"
-        return usable + (f" + {len(self.invalid_rows)} invalid" if self.invalid_rows else "")
+        lacking = sorted({c for r in self.incomplete_rows for c in self.lacks(r)})
+        return (usable + (f" + {len(self.incomplete_rows)} ok without {', '.join(lacking)}"
+                          if self.incomplete_rows else "")
+                + (f" + {len(self.invalid_rows)} invalid" if self.invalid_rows else ""))
 
     def invalid_text(self, columns: list[str]) -> str:
-        """One clause per invalid repeat: 'repeat 2 invalid (p90 8.47 ms; throughput unstable across 5 sub-windows:
-        16% from the mean)', with the values of `columns` it measured; '' when there is none."""
+        """One clause per measured repeat not pooled, with the values of `columns` it measured: 'repeat 2 invalid
+        (p90 8.47 ms; throughput unstable across 5 sub-windows: 16% from the mean)', 'repeat 1 ok, not pooled
+        (power 45 W; latency_ms_p99 empty: too few inferences for a p99 (< 662))'; '' when there is none."""
         parts = []
+        for r in self.incomplete_rows:
+            values = ", ".join(value_text(c, float(r[c])) for c in columns if r.get(c) is not None)
+            why = "; ".join(f"{c} empty: {empty_reason(r, c, keep_numbers=True)}" for c in self.lacks(r))
+            parts.append(f"repeat {r.get('repeat')} ok, not pooled ({values + '; ' if values else ''}{why})")
         for r in self.invalid_rows:
             values = ", ".join(value_text(c, float(r[c])) for c in columns if r.get(c) is not None)
             why = str(r.get("reason") or "no reason recorded")
@@ -119,7 +145,8 @@ class Candidate:
         ident = self.identity
         return (self.model, str(ident.get("backend")), precision_rank(str(ident.get("precision") or "")),
                 ident.get("batch") or 0, ident.get("instances") or 0, str(ident.get("placement")),
-                str(ident.get("options")), str(ident.get("power_mode")))
+                str(ident.get("options")), str(ident.get("power_mode")),
+                *(str(ident.get(k)) for k in DETAIL_COLUMNS))
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -262,15 +289,17 @@ def value_text(column: str, value: float) -> str:
 def candidates(runs: list[Run], setup_label: str, needed: tuple[str, ...], left_out: LeftOut,
                model: str | None = None) -> list[Candidate]:
     """Candidates of one setup's runs: ok rows with every `needed` column set, grouped by IDENTITY, each with its
-    invalid repeats beside them (Candidate.invalid_rows: checked against limits, never pooled). A configuration
-    with no usable row is not a candidate. Every row not pooled is counted in `left_out` with why (its status and
-    reason, or the empty column and why it is empty)."""
+    other measured repeats beside them (Candidate.invalid_rows, .incomplete_rows: checked against limits, never
+    pooled). A configuration with no usable row is not a candidate. Every row not pooled is counted in `left_out`
+    with why (its status and reason, or the empty column and why it is empty). Candidates whose labels would read
+    alike get the detail that tells them apart."""
     by_key: dict[tuple, Candidate] = {}
     invalid: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    incomplete: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
         run_mode = "" if run.system is None else str(
             ((run.system.get("jetson") or {}).get("nvpmodel") or {}).get("name") or "")
-        for row in run.rows:
+        for row in known_within_run(run.rows):
             if model is not None and row.get("model") != model:
                 continue
             status = row.get("status") or ""
@@ -286,11 +315,29 @@ def candidates(runs: list[Run], setup_label: str, needed: tuple[str, ...], left_
             if missing is not None:
                 left_out.add(f"{missing} empty: {empty_reason(row, missing)}",
                              f"{missing} empty: {empty_reason(row, missing, keep_numbers=True)}")
+                incomplete[key].append(row)  # measured: its other columns still meet the limits or break them
                 continue
             cand = by_key.get(key)
             if cand is None:
-                cand = by_key[key] = Candidate({k: row.get(k) for k in IDENTITY}, setup_label, run_mode=run_mode)
+                cand = by_key[key] = Candidate({k: row.get(k) for k in IDENTITY}, setup_label, run_mode=run_mode,
+                                               needed=needed)
             cand.rows.append(row)
     for key, cand in by_key.items():
         cand.invalid_rows = invalid.get(key, [])
-    return sorted(by_key.values(), key=Candidate.sort_key)
+        cand.incomplete_rows = incomplete.get(key, [])
+    out = sorted(by_key.values(), key=Candidate.sort_key)
+    set_details(out)
+    return out
+
+
+def set_details(cands: list[Candidate]) -> None:
+    """Give each candidate whose label reads like another's (same model and setup) the identity parts that
+    tell them apart (answer.identity.tell_apart)."""
+    groups: dict[tuple[str, str, str], list[Candidate]] = defaultdict(list)
+    for c in cands:
+        c.detail = []
+        groups[(c.setup, c.model, c.label())].append(c)
+    for group in groups.values():
+        if len(group) > 1:
+            for c, parts in zip(group, tell_apart([c.identity for c in group])):
+                c.detail = parts

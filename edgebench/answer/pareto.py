@@ -18,7 +18,7 @@ Only comparable runs share a front (answer.candidates.setups).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from edgebench.answer.candidates import PERCENTILES, Candidate, LeftOut, candidates, empty_reason, setups
 from edgebench.answer.intervals import Interval
@@ -151,18 +151,21 @@ def latency_column(cands: list[Candidate]) -> str | None:
 
 
 def _with_energy(mine: list[Candidate], left_out: LeftOut) -> list[Candidate]:
-    """The candidates cut to their rows with energy; every row without is counted in left_out with why."""
+    """The candidates cut to their rows with energy; every row without is counted in left_out with why and kept
+    beside the candidate as an incomplete repeat (measured, not pooled), as answer.candidates keeps one."""
     out = []
     for c in mine:
-        rows = []
+        rows, lacking = [], []
         for row in c.rows:
             if row.get(ENERGY) is None:
                 left_out.add(f"{ENERGY} empty: {empty_reason(row, ENERGY)}",
                              f"{ENERGY} empty: {empty_reason(row, ENERGY, keep_numbers=True)}")
+                lacking.append(row)
             else:
                 rows.append(row)
         if rows:
-            out.append(Candidate(c.identity, c.setup, rows, run_mode=c.run_mode, invalid_rows=c.invalid_rows))
+            out.append(replace(c, rows=rows, incomplete_rows=[*c.incomplete_rows, *lacking],
+                               needed=tuple(dict.fromkeys([*c.needed, ENERGY]))))
     return out
 
 

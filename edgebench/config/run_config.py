@@ -76,6 +76,11 @@ class RunConfig:
         lambda d: d.get("rate_hz") is None or d.get("arrival") == "even"))
     # fixed input values (--value, a spec's values:), sorted; two values are two configs
     input_values: tuple[tuple[str, Any], ...] = field(default=(), metadata=omitted_from_hash_when({}))
+    # everything else that changes what runs and the sweep's axes do not say (pipeline/workload.py): an external
+    # ONNX file's content and its resolved inputs, given shapes, --data, weights, a labelled data set, int8
+    # calibration settings; sorted (key, text) pairs. Empty (a model spec as is, the profile's defaults): left out
+    # of the hash, so such rows keep the hashes they had before it existed
+    workload: tuple[tuple[str, str], ...] = field(default=(), metadata=omitted_from_hash_when({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "placements", placements_of(self.placements))  # texts from tests, plan.json
@@ -119,6 +124,7 @@ class RunConfig:
         d["placements"] = [str(p) for p in self.placements]
         d["options"] = dict(self.options)
         d["input_values"] = dict(self.input_values)
+        d["workload"] = dict(self.workload)
         return d
 
     def config_hash(self) -> str:
@@ -144,6 +150,14 @@ class RunConfig:
         load += "".join(f"/{k}={v}" for k, v in self.input_values)
         return (f"{self.model}/{self.backend}/{self.precision}/b{self.batch}/{self.placement}/{self.mode}"
                 f"{opts}{pm}{load}{rep}")
+
+    @property
+    def workload_cell(self) -> str:
+        """results.csv's workload column: every workload pair, the fixed input values and the seed of the synthetic
+        inputs as 'key=text', '; '-joined (never empty: an empty cell is a row written before the column existed)."""
+        values = ",".join(f"{k}:{v}" for k, v in self.input_values)
+        pairs = [*self.workload, *([("values", values)] if values else []), ("seed", str(self.seed))]
+        return "; ".join(f"{k}={v}" for k, v in pairs)
 
     @property
     def options_cell(self) -> str:

@@ -20,12 +20,14 @@ Every figure is written at single-column (3.5 in) and double-column (7.16 in) wi
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from edgebench.answer.candidates import Candidate, LeftOut, candidates, setups
+from edgebench.answer.identity import workload_entries
 from edgebench.answer.intervals import METHOD, Interval, ratio_ci
 from edgebench.report.figure import coverage_words, short_placement, slug
 from edgebench.report.paper_style import WIDTHS, new_figure, precision_color, save, style, write_caption
@@ -61,6 +63,7 @@ class Group:
     key: dict[str, Any]
     members: list[Candidate]
     runs: list[Run]
+    tag: str = ""  # tells apart the files of curves that differ only in their workload
 
     def words(self) -> str:
         k = self.key
@@ -70,13 +73,15 @@ class Group:
                 parts.append(f"{name} {k[name]}")
         if k.get("scenario") and k.get("scenario") != "closed-loop":
             parts.append(str(k["scenario"]))
+        entries = workload_entries(k.get("workload")) or {}
+        parts += [f"{name} {entries[name]}" for name in ("inputs", "shapes") if name in entries]
         return ", ".join(parts) + f" on {self.setup}"
 
     def stem(self, kind: str) -> str:
         k = self.key
         return slug(kind, self.model, k.get("backend"), f"n{k.get('instances')}", short_placement(k.get("placement")),
                     k.get("options") or "", k.get("power_mode") or "", k.get("gpu_sharing") or "",
-                    "" if k.get("scenario") in (None, "closed-loop") else k.get("scenario"), self.setup)
+                    "" if k.get("scenario") in (None, "closed-loop") else k.get("scenario"), self.setup, self.tag)
 
 
 def groups(runs: list[Run]) -> list[Group]:
@@ -84,11 +89,29 @@ def groups(runs: list[Run]) -> list[Group]:
     for setup in setups(runs)[0]:
         by_key: dict[tuple, list[Candidate]] = defaultdict(list)
         for cand in candidates(setup.runs, setup.label, ("throughput_ips",), LeftOut()):
-            key = (cand.model, *(cand.identity.get(k) for k in GROUP_KEYS))
+            key = (cand.model, *(cand.identity.get(k) for k in GROUP_KEYS), _workload_of_curve(cand))
             by_key[key].append(cand)
         for key, members in by_key.items():
-            out.append(Group(setup.label, str(key[0]), dict(zip(GROUP_KEYS, key[1:])), members, setup.runs))
+            out.append(Group(setup.label, str(key[0]), {**dict(zip(GROUP_KEYS, key[1:-1])), "workload": key[-1]},
+                             members, setup.runs))
+    alike: dict[tuple, list[Group]] = defaultdict(list)
+    for g in out:
+        alike[(g.setup, g.model, *(g.key.get(k) for k in GROUP_KEYS))].append(g)
+    for same in alike.values():
+        if len(same) > 1:
+            for g in same:
+                g.tag = "w" + hashlib.sha256(str(g.key.get("workload")).encode()).hexdigest()[:8]
     return out
+
+
+def _workload_of_curve(cand: Candidate) -> str | None:
+    """What a curve across batches and precisions shares of its configurations' workload (answer.identity): every
+    entry but the int8 calibration (a precision's own); None when the rows do not record one. Configurations that
+    ran on other inputs (shapes, files, data) draw curves of their own, never points of one curve."""
+    entries = workload_entries(cand.identity.get("workload"))
+    if entries is None:
+        return None
+    return "; ".join(f"{k}={v}" for k, v in sorted(entries.items()) if k != "calibration")
 
 
 def _precisions(members: list[Candidate]) -> list[str]:
@@ -130,8 +153,8 @@ def metric_vs_batch(group: Group, column: str, y_label: str, kind: str, out_dir:
                       f"{group.words()}")
     series = []
     for prec in _precisions(group.members):
-        pts = sorted((c.identity["batch"], c.interval(column)) for c in group.members
-                     if c.identity.get("precision") == prec and c.values(column))
+        pts = sorted(((c.identity["batch"], c.interval(column)) for c in group.members
+                      if c.identity.get("precision") == prec and c.values(column)), key=lambda bi: bi[0])
         if pts:
             series.append((prec, pts))
     if not series:
@@ -166,8 +189,9 @@ def speedup_vs_batch(group: Group, out_dir: Path, formats: tuple[str, ...]) -> P
     for prec in _precisions(group.members):
         if prec == "fp32":
             continue
-        pts = sorted((c.identity["batch"], ratio_ci(c.values("throughput_ips"), fp32[c.identity["batch"]]))
-                     for c in group.members if c.identity.get("precision") == prec and fp32.get(c.identity["batch"]))
+        pts = sorted(((c.identity["batch"], ratio_ci(c.values("throughput_ips"), fp32[c.identity["batch"]]))
+                      for c in group.members if c.identity.get("precision") == prec and fp32.get(c.identity["batch"])),
+                     key=lambda bi: bi[0])
         if pts:
             series.append((prec, pts))
     if not series:

@@ -39,7 +39,7 @@ def pareto_table(fronts: list[ParetoFront], name: str = "pareto") -> Table:
             Col("latency_column", "Latency pct."), Col("latency_ms", "Latency (ms/batch)", True),
             Col("latency_ci", "interval (coverage)"), Col("repeats", "n", True), Col("power_scope", "power scope", csv_only=True),
             Col("front_over", "front over", csv_only=True),
-            Col("invalid_repeats", "invalid repeats (not pooled)")]
+            Col("invalid_repeats", "repeats not pooled (invalid, or ok without an objective)")]
     records = []
     for f in fronts:
         over = ", ".join(f"{col} {'up' if up else 'down'}" for col, up in f.objectives)

@@ -2,8 +2,9 @@
 (answer.intervals: [min, max] of 2/3/4/5 repeats covers the median 50/75/87.5/93.8% of the time; >= 6 repeats reach
 95%), and how many repeats were valid.
 
-A configuration is every row field that decides what is measured except `repeat` (and the per-row ids);
-its repeats are the rows that differ only by `repeat`. Only `ok` rows count as valid; a configuration with
+A configuration is every row field that decides what is measured except `repeat` (and the per-row ids), what
+it ran on included (the workload column: shapes, values, data, model file ...); its repeats are the rows that
+differ only by `repeat`. Only `ok` rows count as valid; a configuration with
 fewer valid repeats than the run asked for (profile run.repeats) says so and names why the others are not.
 """
 
@@ -12,12 +13,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from edgebench.answer.identity import IDENTITY
 from edgebench.answer.intervals import LEVEL, METHOD, Interval, median_ci, percent, repeats_for
 from edgebench.report.table_format import Col, Table, fmt_num, precision_rank
 from edgebench.results.runs import Run
 
-CONFIG_KEYS = ("model", "backend", "precision", "batch", "instances", "mode", "placement", "options", "power_mode",
-               "threads_per_instance", "scenario", "rate_per_stream_hz", "arrival", "gpu_sharing", "slo_ms")
+CONFIG_KEYS = IDENTITY + ("slo_ms",)  # what it ran on (answer/identity.py; written on every row, a failed one too)
 METRICS = (("throughput_ips", "Throughput (img/s)"), ("latency_ms_p99", "p99 (ms)"),
            ("energy_per_inference_mj", "Energy (mJ/img)"))
 

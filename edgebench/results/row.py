@@ -102,6 +102,7 @@ def identity(cfg: RunConfig, run_id: str, index: int, power_mode: str | None = N
         "run_id": run_id,
         "row_index": index,
         "config_hash": cfg.config_hash(),
+        "workload": cfg.workload_cell,
         "repeat": cfg.repeat,
         "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "model": cfg.model,

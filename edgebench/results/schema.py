@@ -53,13 +53,22 @@ COLUMNS: list[Column] = [
            "energy per input sample (per image, not per batch): energy_j * 1000 / samples; empty without energy", float, "energy"),
     Column("status", "", "ok, skipped, failed or invalid; speaks for the headline (throughput, energy): a latency "
                              "percentile too few inferences back is empty, never a reason for invalid", str, "outcome"),
-    Column("reason", "", "why the row is skipped, failed or invalid (empty when ok)", str, "outcome"),
+    Column("reason", "", "why the row is skipped, failed or invalid; on any measured row also the notes that leave "
+                         "its status as it is (a busy host with its figure, accuracy not compared); empty when ok "
+                         "without a note", str, "outcome"),
     # --- identity and provenance
     Column("run_id", "", "the run directory's id (runs/<run_id>)", str, "identity"),
     Column("row_index", "", "position of this config in the planned sweep (0-based)", int, "identity"),
     Column("config_hash", "", "hash of the RunConfig; --resume skips configs with an ok/invalid/skipped row", str, "identity"),
     Column("repeat", "", "index (0-based) of this measurement among run.repeats identical ones (--repeats N); "
                          "the report's intervals are over rows that differ only here", int, "identity"),
+    Column("workload", "", "what the row ran on that the axes above do not say, 'key=text' '; '-joined "
+                           "(pipeline/workload.py): an external ONNX's content (onnx, sha256) and resolved inputs "
+                           "(inputs: name:dtype[dims], N on the batch axis, vocab, fixed value), given shapes, fixed "
+                           "values, --data (sha256), weights, data set, labels, int8 calibration settings when not "
+                           "the defaults, and the synthetic inputs' seed; rows pool as repeats only when it is equal "
+                           "(empty: written before the column existed, unknown, pooled only with another empty one)",
+           str, "identity"),
     Column("started_utc", "", "UTC start of the row's measurement, ISO 8601", str, "identity"),
     Column("weights", "", "weights used and their sha256: torchvision:<Enum>.<member> or a file name, then "
                           "'sha256:<16 hex>'; or random-init / from-onnx", str, "setup"),
@@ -128,6 +137,23 @@ COLUMNS: list[Column] = [
     # --- utilization
     Column("cpu_util_pct_mean", "%", "mean busy share of all host CPU cores over the window", float, "telemetry"),
     Column("proc_cpu_pct_mean", "%", "mean CPU of the instance processes, % of one core (can exceed 100)", float, "telemetry"),
+    Column("others_cpu_pct_mean", "%", "mean share of all host CPU cores busy with processes other than the row's "
+                                       "instances over the window: cpu_util_pct - proc_cpu_pct / cores per host "
+                                       "sample (other users' jobs, the system, the harness itself; "
+                                       "telemetry/host_share.py)", float, "busy_host"),
+    Column("cpu_taken_by_others_pct", "%", "share of the CPU the instances could use (a core per CPU thread, one per "
+                                           "GPU/DLA instance, at most the host's) that other processes took, mean "
+                                           "over the window: max(0, others' cores - cores the instances left free) "
+                                           "/ their cores", float, "busy_host"),
+    Column("others_gpu_pct_mean", "%", "GPU rows: mean SM time of the row's GPU(s) NVML attributes to processes other "
+                                       "than the row's (nvmlDeviceGetProcessUtilization); empty where NVML does not "
+                                       "attribute it (telemetry_notes says why)", float, "busy_host"),
+    Column("host_busy", "", "true when other processes took a material share during the window: "
+                            "cpu_taken_by_others_pct or others_gpu_pct_mean >= 10 (the reason says so with the "
+                            "figure; the status stays what the window measured); false when what was read stayed below: "
+                            "the CPU always, the GPU only where others_gpu_pct_mean has a value (NVML attributes "
+                            "processes on a discrete GPU, not on a Jetson, nor across a container's pid namespace); "
+                            "empty when not checked (empty_reasons says why)", bool, "busy_host"),
     Column("rss_mib_max", "MiB", "peak resident memory of the instance processes (and children), summed", float, "telemetry"),
     Column("main_rss_mib_max", "MiB", "peak resident memory of the edgebench process itself (the one that starts the "
                                       "instances and collects and summarises their timestamps) from the row's start "
@@ -187,8 +213,8 @@ COLUMNS: list[Column] = [
     Column("latency_trend_ms_per_s", "ms/s",
            "fixed-rate: how fast the latency of one inference (one batch), end - scheduled arrival, grows with "
            "arrival time over the window, ms per s: ~0 while the device keeps up, (offered / served - 1) * 1000 while a backlog grows (10 ms/s = 1% "
-           "overload); the slope through 20 bins' median latencies (runner/backlog.py). The row is invalid when "
-           "latency_trend_lo_ms_per_s > 0 and that bound times the window is at least latency_ms_p50 (and 1 ms); "
+           "overload); the slope through 20 bins' median latencies (runner/backlog.py). Since issue 54 it no longer "
+           "decides the row's validity (backlog_growth_lo_per_s does); "
            "empty below 80 inferences (empty_reasons says why) and for closed-loop rows", float, "trend"),
     Column("latency_trend_lo_ms_per_s", "ms/s",
            "fixed-rate: lower bound of the 95% interval of latency_trend_ms_per_s (the latency of one inference (one "
@@ -197,19 +223,42 @@ COLUMNS: list[Column] = [
            float, "trend"),
     Column("latency_trend_hi_ms_per_s", "ms/s", "fixed-rate: upper bound of the 95% interval of "
            "latency_trend_ms_per_s (the latency of one inference (one batch) gained per s of arrivals)", float, "trend"),
+    Column("backlog_growth_per_s", "1/s",
+           "fixed-rate: how fast the backlog (inferences scheduled to arrive minus inferences completed, all streams) "
+           "grew over the window (periodic streams: whole periods to its end; Poisson: up to the earliest of the "
+           "streams' last served arrivals), per s: ~0 while the device keeps up, offered - served under overload "
+           "(runner/backlog_growth.py). The row is invalid when "
+           "backlog_growth_lo_per_s > 0 (an exact sign-flip test over 16 sub-windows shows growth at 99%); empty "
+           "with the latency trend", float, "trend"),
+    Column("backlog_growth_lo_per_s", "1/s",
+           "fixed-rate: lower bound of the 98% interval of backlog_growth_per_s (99% one-sided), inverted from the "
+           "sign-flip test of the 16 sub-windows' increments: nothing assumed of their scale; above 0: invalid",
+           float, "trend"),
+    Column("backlog_growth_hi_per_s", "1/s", "fixed-rate: upper bound of the 98% interval of backlog_growth_per_s "
+           "(99% one-sided)", float, "trend"),
     Column("slo_ms", "ms", "slo-search: the p99 latency bound the probe was judged against", float, "slo"),
     Column("slo_met", "", "slo-search: true when the row is ok and latency_ms_p99 <= slo_ms, false when it missed "
                           "or failed, empty when unmeasured (slo_verdict)", bool, "slo"),
-    Column("slo_verdict", "", "slo-search: met (ok, p99 <= slo_ms, and p99 + slo_growth_bound_ms <= slo_ms), missed "
-                              "(p99 over slo_ms; a proven growing backlog that breaks it within slo_horizon_s; or "
-                              "without a p99: enough inferences over it to put any p99 over it), unmeasured (too few "
-                              "inferences for a p99 judgement, an invalid row under the SLO, or a window too short "
-                              "to bound the growth over the horizon; the reason says which) or failed", str, "slo"),
+    Column("slo_verdict", "", "slo-search: met (ok, p99 <= slo_ms, LoadGen's early stopping shows it at 99% over "
+                              "slo_queries with slo_overlatency over, and p99 + slo_growth_bound_ms <= slo_ms), missed "
+                              "(p99 over slo_ms; the p99 of slo_queries over it; a growing backlog that breaks it "
+                              "within slo_horizon_s; or without a p99: enough queries over it to put any p99 over it), "
+                              "unmeasured (too few inferences for a p99 judgement, an invalid row under the SLO, a p99 "
+                              "early stopping cannot show, or a window too short to bound the growth over the "
+                              "horizon; the reason says which) or failed", str, "slo"),
     Column("slo_horizon_s", "s", "slo-search: how long the verdict must hold (run.slo_horizon_s, --horizon-s; 0: the "
                                  "window alone): met needs latency_ms_p99 + slo_growth_bound_ms <= slo_ms", float, "slo"),
     Column("slo_growth_bound_ms", "ms", "slo-search: the latency growth the window cannot exclude over the horizon: "
                                         "max(latency_trend_hi_ms_per_s, 0) x slo_horizon_s (empty without a trend "
                                         "or a horizon)", float, "slo"),
+    Column("slo_queries", "inferences", "slo-search: the window's queries as LoadGen counts them: the inferences it "
+                                        "served and the arrivals scheduled in it still queued at its end (their "
+                                        "schedule drawn again from the row's seed); empty when a stream's schedule "
+                                        "did not match what it recorded", int, "slo"),
+    Column("slo_overlatency", "inferences", "slo-search: those of slo_queries over slo_ms (a queued one when it had "
+                                            "waited longer than slo_ms at the window's end): LoadGen's early "
+                                            "stopping is met when P(Binomial(slo_queries, 0.01) <= this) <= 1%", int,
+           "slo"),
     # --- TensorRT engines (trt backend)
     Column("dla_fallback_layers", "layers",
            "per DLA target: GPU layers the TensorRT builder put on the GPU instead (gpu_fallback; 'TYPE: name', "

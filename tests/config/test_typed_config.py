@@ -45,9 +45,11 @@ def test_run_defaults_have_one_home():
 def test_config_hash_omissions_are_declared_on_the_fields_and_keep_old_hashes():
     omitted = {f.name: f.metadata[HASH_OMIT] for f in dataclasses.fields(RunConfig) if HASH_OMIT in f.metadata}
     assert omitted == {"power_mode": None, "rate_hz": None, "gpu_sharing": "time-slicing", "slo_ms": None,
-                       "input_values": {}}
+                       "input_values": {}, "workload": {}}
     cfg = RunConfig(model="tiny_cnn", backend="ort", precision="fp32", batch=1, placements=("cpu",))
     assert cfg.config_hash() == "f3e1e731aa868ed0"  # the hash of this row before the typed config
+    # a workload (issue 54: shapes, data, ...) is part of the hash; an empty one (a spec as is) keeps the old hash
+    assert dataclasses.replace(cfg, workload=(("shapes", "input:1x3x64x64"),)).config_hash() != cfg.config_hash()
     open_even = dataclasses.replace(cfg, rate_hz=30.0, arrival="even")  # arrival is left out where rows had none
     assert dataclasses.replace(cfg, arrival="poisson").config_hash() == cfg.config_hash()  # closed loop
     assert dataclasses.replace(open_even, arrival="random").config_hash() != open_even.config_hash()
