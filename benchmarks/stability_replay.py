@@ -104,8 +104,10 @@ def replay_row(run_dir: Path, row: dict[str, Any]) -> Replay | str:
     recorded_reason = str(row.get("reason") or "")
     others = [p.strip() for p in UNSTABLE.sub("", recorded_reason).split(";") if p.strip()]
     recorded_status = str(row.get("status") or "")
-    old_parts = others + ([] if old_stable else ["unstable"])
-    new_parts = others + ([new_reason] if new_reason else [])
+    # an ok row's reason holds notes only (e.g. a busy host named): nothing in it invalidates the row
+    invalidating = others if recorded_status == "invalid" else []
+    old_parts = invalidating + ([] if old_stable else ["unstable"])
+    new_parts = invalidating + ([new_reason] if new_reason else [])
     recorded_pct = row.get("stability_pct")
     label = (f"{row.get('model')} {row.get('backend')} {row.get('precision')} b{row.get('batch')} "
              f"x{row.get('instances')} r{row.get('repeat') or 0}")

@@ -237,7 +237,8 @@ ALLOWED_STAGE_IMPORTS: dict[str, set[str]] = {
     "pipeline": LOWEST | {"config", "models", "backends", "runner", "telemetry", "evaluation", "device",
                           "results"},
     # the decision layer: candidates, limits on every repeat, intervals, best, Pareto (renders nothing)
-    "answer": LOWEST | {"config", "results"},
+    "answer": LOWEST | {"config", "results",
+                        "telemetry"},  # telemetry.host_share: the busy-host rule a row's step wrote, read back from old rows
     "report": LOWEST | {"config", "results", "answer"},
     # the adaptive search: decides through the answer layer, renders its end through report, measures through the sweep
     "search": LOWEST | {"config", "results", "answer", "report", "pipeline"},

@@ -140,8 +140,27 @@ def summary_table(rows: list[dict[str, Any]], title: str = "edgebench results", 
         empty = bool(cells) and all(c == "-" for c in cells)
         columns.append(TextColumn(header, cells, EMPTY_EVERYWHERE if empty and priority else priority))
     text = render(title, columns, width if width is not None else terminal_width())
+    if (busy := busy_host_line(typed)) is not None:
+        text += "\n" + busy
     _print_text(text)
     return text
+
+
+def busy_host_line(rows: list[dict[str, Any]]) -> str | None:
+    """'busy host: 3 of 12 measured rows ...': the rows measured while other processes took a material share of the
+    CPU or GPU (host_busy, telemetry/host_share.py), or None when there is none."""
+    measured = [r for r in rows if r.get("status") in ("ok", "invalid")]
+    busy = [r for r in measured if r.get("host_busy") is True]
+    if not busy:
+        return None
+    taken = [v for r in busy if (v := r.get("cpu_taken_by_others_pct")) is not None]
+    gpu = [v for r in busy if (v := r.get("others_gpu_pct_mean")) is not None]
+    figures = ([f"{min(taken):.0f}-{max(taken):.0f}% of the CPU the instances could use"] if taken else []) + (
+        [f"up to {max(gpu):.0f}% of the GPU's SM time"] if gpu else [])
+    shown = ", ".join(str(r.get("row_index")) for r in busy[:12]) + (" ..." if len(busy) > 12 else "")
+    return (f"busy host: {len(busy)} of {len(measured)} measured rows ran while other processes took "
+            f"{' and '.join(figures) or 'a material share'} (row_index {shown}): their throughput may be cut (each "
+            "row's reason has its figure), and no int8 cause is named from them")
 
 
 def _print_text(text: str) -> None:

@@ -45,6 +45,7 @@ from edgebench.runner.load import arrival_fields, load_fields, slo_fields
 from edgebench.runner.metrics import Summary, percentile_gaps
 from edgebench.runner.orchestrator import RunOutcome
 from edgebench.runner.probe import ProbeResult
+from edgebench.telemetry.host_share import busy_reading, not_checked_reason
 from edgebench.telemetry.power_calibration import PowerCalibration, calibrated_fields
 from edgebench.telemetry.row_fields import telemetry_fields
 
@@ -146,6 +147,16 @@ def telemetry_columns(f: RowFacts, row: Row) -> Columns:
     return merge_telemetry([(tl.source, telemetry_fields([tl], start, end)) for tl in f.run.timelines])
 
 
+def busy_host_columns(f: RowFacts, row: Row) -> StepOutput:
+    """Others' share of the CPU (and of the row's GPU) over the window, and where it is material a note for the
+    reason with the figure (telemetry/host_share.py); the status stays the window's."""
+    if f.summary is None or f.run is None or f.cfg is None:
+        return {}
+    reading = busy_reading(f.run.timelines, f.summary.window_start_ns, f.summary.window_end_ns, f.cfg.placements,
+                           f.cfg.threads_per_instance)
+    return reading.fields(), reading.note()
+
+
 def load_columns(f: RowFacts, row: Row) -> Columns:
     """The arrival model (closed for a closed loop) and its seed; fixed-rate rows that measured: offered vs achieved
     rate, queueing vs service time (slo_ms is the slo step's)."""
@@ -202,6 +213,9 @@ def empty_reasons_columns(f: RowFacts, row: Row) -> Columns:
     absent = None if f.idle is not None else (f.idle_absent or "no idle baseline for this sweep")
     latency = percentile_gaps(f.summary, f.cfg) if f.summary is not None and f.cfg is not None else []
     trend = trend_gap(f.cfg, f.summary, f.trend) if f.summary is not None and f.cfg is not None else None
+    if row.get("host_busy") is None and f.run is not None:  # about the headline: beside the latency entries
+        latency = [*latency, f"host_busy, others_cpu_pct_mean, cpu_taken_by_others_pct: "
+                             f"{not_checked_reason(f.run.timelines)}"]
     reasons = [why_empty(row, f.samplers, absent, latency), trend, cosine_empty_reason(row)]
     return {"empty_reasons": "; ".join(r for r in reasons if r) or None}
 
@@ -232,8 +246,12 @@ def energy_columns(f: RowFacts, row: Row) -> Columns:
 
 
 def outcome_columns(f: RowFacts, row: Row) -> Columns:
-    """status and reason in their one order (results.row.outcome_fields), with the SLO step's note."""
-    return outcome_fields(f.verdict, row.get("throttled"), row.get("throttle_reasons"), row.notes.get("slo", ""))
+    """status and reason in their one order (results.row.outcome_fields), with the SLO step's note; then the
+    busy_host step's (a busy host named on the row, whatever its status)."""
+    fields = outcome_fields(f.verdict, row.get("throttled"), row.get("throttle_reasons"), row.notes.get("slo", ""))
+    if busy := row.notes.get("busy_host"):
+        fields["reason"] = "; ".join(r for r in (fields["reason"], busy) if r)
+    return fields
 
 
 ROW_STEPS: tuple[RowStep, ...] = (
@@ -242,6 +260,7 @@ ROW_STEPS: tuple[RowStep, ...] = (
     RowStep("backend", backend_columns),
     RowStep("metrics", metrics_columns),
     RowStep("telemetry", telemetry_columns),
+    RowStep("busy_host", busy_host_columns),  # after telemetry: the same timelines, read for others' share
     RowStep("thermal", thermal_columns),
     RowStep("load", load_columns),
     RowStep("trend", trend_columns),

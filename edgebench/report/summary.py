@@ -144,6 +144,23 @@ def _reasons(run: Run) -> list[tuple[str, str, int, list[str]]]:
     return [(st, reason, len(idx), idx) for (st, reason), idx in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1]))]
 
 
+def busy_host_blocks(runs: list[Run]) -> list[tuple]:
+    """The rows measured while other processes took a material share of the CPU or GPU (host_busy), with the
+    figure each row's reason gives; nothing when there is none."""
+    b: list[tuple] = []
+    for run in runs:
+        busy = [r for r in run.rows if r.get("host_busy") is True]
+        if busy:
+            notes = [n for r in busy for n in str(r.get("reason") or "").split("; ") if n.startswith("busy ")]
+            b.append(("h3", run.label))
+            b.append(("p", [f"{len(busy)} row(s) (row_index {', '.join(str(r.get('row_index')) for r in busy[:20])}"
+                            f"{' ...' if len(busy) > 20 else ''}) ran while other processes took a material share "
+                            "(10% or more) of what the instances could use; their throughput may be cut, and no "
+                            "int8 cause is named from them:"]))
+            b.append(("ul", [[n] for n in dict.fromkeys(notes)][:20]))
+    return [("h2", "Rows measured on a busy host"), *b] if b else []
+
+
 def comparability_blocks(runs: list[Run]) -> list[tuple]:
     """The report's top: what differs between the runs that can move a number (only with 2+ runs)."""
     if len(runs) < 2:
@@ -214,6 +231,7 @@ def summary_blocks(report: Report) -> list[tuple]:
                          for status, reason, n, idx in reasons]))
     if not any_reason:
         b.append(("p", ["every row is ok"]))
+    b += busy_host_blocks(report.runs)
     b += anchor_blocks(report.runs)
     b.append(("h2", "Tables"))
     items = []

@@ -33,6 +33,7 @@ from typing import Any
 from edgebench.errors import EdgebenchError, exc_text
 from edgebench.placement import placements_of
 from edgebench.telemetry.base import Channel, PollingSampler, RowChannel, Timeline
+from edgebench.telemetry.gpu_processes import GpuProcesses
 
 _MIB = 1024.0 * 1024.0
 INSTALL_HINT = "pip install 'edgebench[gpu]' (nvidia-ml-py)"
@@ -193,8 +194,9 @@ _SUM, _MEAN, _MAX, _OR = "sum", "mean", "max", "or"
 COMBINE: dict[str, str] = {
     "power_total_mw": _SUM, "energy_total_mj": _SUM, "mem_used_mib": _SUM,
     "gpu_util_pct": _MEAN, "mem_util_pct": _MEAN, "sm_clock_mhz": _MEAN, "mem_clock_mhz": _MEAN,
-    "temperature_c": _MAX, "throttle_reasons": _OR,
+    "temperature_c": _MAX, "throttle_reasons": _OR, "others_gpu_procs": _SUM, "others_gpu_sm_pct": _MEAN,
 }
+OTHERS_CHANNELS = ("others_gpu_procs", "others_gpu_sm_pct")  # the `processes` field (telemetry/gpu_processes.py)
 
 
 def _combine(how: str, values: list[float]) -> float:
@@ -222,6 +224,7 @@ class _Gpu:
     info: dict[str, Any] = dc_field(default_factory=dict)
     fields: list[tuple[str, Callable[[], dict[str, float]]]] = dc_field(default_factory=list)
     energy_base_mj: float = 0.0
+    processes: GpuProcesses | None = None  # other processes on it (a row whose instances use a GPU)
 
 
 class NvmlSampler(PollingSampler):
@@ -230,7 +233,9 @@ class NvmlSampler(PollingSampler):
     With several GPUs (`devices`), power_total_mw and energy_total_mj are the SUM over them (utilization
     and clocks the mean, temperature the max, throttle reasons OR-ed), and every GPU also has its own
     channels, prefixed gpu<NVML index>_ (gpu1_power_total_mw, gpu1_energy_total_mj, ...).
-    Process ids are ignored: NVML's per-process accounting is not needed for the device totals reported here."""
+    `watch_processes` (a row whose instances use a GPU): the other processes on the GPU and the SM time NVML
+    attributes to them, at the energy counter's cadence (telemetry/gpu_processes.py; the pids of watch_pids and
+    the harness's own are the row's)."""
 
     name = "nvml"
     power_scope = "gpu-board"  # the GPU board(s) only
@@ -250,7 +255,8 @@ class NvmlSampler(PollingSampler):
     def create(cls, interval_s: float, sysfs_root: object = "/", placements: Sequence[str] = ()) -> NvmlSampler:
         """Samples every GPU the row's placements use (their power and energy summed); without any, CUDA's GPU 0
         (the idle baseline's GPU: NVML GPU 1 under CUDA_VISIBLE_DEVICES=1, not NVML GPU 0)."""
-        return cls(interval_s=interval_s, devices=gpu_devices(placements))
+        gpu_row = any(p.is_gpu for p in placements_of(placements))
+        return cls(interval_s=interval_s, devices=gpu_devices(placements), watch_processes=gpu_row)
 
     @classmethod
     def throttle_verdict(cls, timeline: Timeline, start_ns: int, end_ns: int) -> tuple[bool, list[str]] | None:
@@ -260,8 +266,11 @@ class NvmlSampler(PollingSampler):
         return throttle_summary(timeline, start_ns, end_ns)
 
     def __init__(self, interval_s: float = 0.05, device_index: int = 0, nvml: Any = None,
-                 energy_interval_s: float = ENERGY_INTERVAL_S, devices: Sequence[int | str] | None = None) -> None:
+                 energy_interval_s: float = ENERGY_INTERVAL_S, devices: Sequence[int | str] | None = None,
+                 watch_processes: bool = False) -> None:
         super().__init__(interval_s)
+        self.watch_processes = watch_processes
+        self._own: set[int] = {os.getpid()}  # the row's processes: the harness and (watch_pids) its instances
         self.devices: list[int | str] = list(devices) if devices else [int(device_index)]
         self.device_index = self.devices[0]
         self.energy_interval_s = max(float(energy_interval_s), self.interval_s)
@@ -274,6 +283,10 @@ class NvmlSampler(PollingSampler):
         self._failed: set[tuple[str, str]] = set()
         self._field_ns: dict[str, list[int]] = {}  # field -> [wall ns, reads]
         self._cost_ns = self._samples = self._energy_at_ns = 0
+
+    def watch_pids(self, pids: list[int]) -> None:
+        """The row's instances: their GPU use is not others' (with watch_processes)."""
+        self._own = {int(p) for p in pids} | {os.getpid()}
 
     # ------------------------------------------------------------------ start / stop
 
@@ -357,6 +370,7 @@ class NvmlSampler(PollingSampler):
             self._nvml.nvmlShutdown()
         except self._nvml.NVMLError:
             pass
+        self._others_notes(tl)
         if self._samples:
             n = self._samples
             self.cpu_cost_us_per_sample = self._cost_ns / n / 1e3
@@ -364,6 +378,23 @@ class NvmlSampler(PollingSampler):
             tl.notes.append(f"nvml sampler cost: {self.cpu_cost_us_per_sample:.0f} us CPU per sample over {n} samples "
                             f"(slowest reads: {', '.join(f'{f} {us:.0f} us' for us, f in per_read)})")
         return tl
+
+    def _others_notes(self, tl: Timeline) -> None:
+        """What the `processes` field could not read; its channels emptied where NVML's pids are not the row's."""
+        for gpu in self._gpus:
+            reader = gpu.processes
+            if reader is None or not any(f == "processes" for f, _r in gpu.fields):
+                continue
+            if reader.util_missing is not None:
+                tl.notes.append(f"nvml per-process utilization: {reader.util_missing} on {gpu.label}: "
+                                "others_gpu_sm_pct not read (other processes counted only)")
+            if not reader.attributable:
+                tl.notes.append(f"nvml processes: none of the processes NVML lists on {gpu.label} is this row's "
+                                "(their pids differ: a PID namespace, e.g. a container): others' GPU share not "
+                                "attributed")
+                for name in list(tl.values):
+                    if name.endswith(OTHERS_CHANNELS):
+                        tl.values[name] = [math.nan] * len(tl.values[name])
 
     # ------------------------------------------------------------------ fields
 
@@ -386,6 +417,12 @@ class NvmlSampler(PollingSampler):
                     pass
             return {"throttle_reasons": float(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))}
 
+        fields: list[tuple[str, list[Channel], Callable[[], dict[str, float]]]] = []
+        if self.watch_processes:
+            gpu.processes = gpu.processes or GpuProcesses(nvml, h)
+            reader = gpu.processes
+            fields.append(("processes", [Channel("others_gpu_procs", "processes"), Channel("others_gpu_sm_pct", "%")],
+                           lambda: reader.read(self._own)))
         return [
             ("power", [Channel("power_total_mw", "mW")],
              lambda: {"power_total_mw": float(nvml.nvmlDeviceGetPowerUsage(h))}),
@@ -400,6 +437,7 @@ class NvmlSampler(PollingSampler):
             ("memory", [Channel("mem_used_mib", "MiB")],
              lambda: {"mem_used_mib": float(nvml.nvmlDeviceGetMemoryInfo(h).used) / _MIB}),
             ("throttle_reasons", [Channel("throttle_reasons", "bitmask")], throttle),
+            *fields,
         ]
 
     def _try(self, fn: Callable[[], Any]) -> Any:
@@ -430,7 +468,7 @@ class NvmlSampler(PollingSampler):
         assert tl is not None
         sample: dict[str, float] = {}
         for field, read in gpu.fields:
-            if field == "energy":
+            if field in ("energy", "processes"):  # the slow reads: at the energy counter's cadence
                 if not energy_due:
                     continue
                 self._energy_at_ns = t_ns
