@@ -74,10 +74,42 @@ class Capacity:
 
     per_s: float
     source: str  # 'closed loop at 8 streams', 'served at 6 streams while the backlog grew'
+    # a closed loop's own jitter: one standard error of per_s, % of it (its sub-windows' spread, renewal model:
+    # runner.metrics.jitter_sigma_pct / sqrt(sub-windows)); None where unknown
+    se_pct: float | None = None
 
     def streams(self, rate_hz: float) -> int:
         """The most streams of `rate_hz` it admits: floor(per_s / rate_hz)."""
         return math.floor(self.per_s / rate_hz * (1 + 1e-12))
+
+
+REFERENCE_Z = 2.576  # two-sided 99%: how far apart two readings of one capacity may be from their jitter alone
+REFERENCE_FLOOR_PCT = 1.0  # below this the readings agree whatever their jitter says (a 1% overload is the finest
+# load the calibration decides: docs/results/calibration/capacity-verdict.md)
+
+
+def reference_allowed_pct(before: Capacity, after: Capacity) -> float:
+    """How far apart (% of `before`) two readings of one capacity may be: what both readings' jitter explains at 99%,
+    at least REFERENCE_FLOOR_PCT."""
+    return max(REFERENCE_Z * math.hypot(before.se_pct or 0.0, after.se_pct or 0.0), REFERENCE_FLOOR_PCT)
+
+
+def reference_moved_pct(before: Capacity, after: Capacity) -> float | None:
+    """How far (% of `before`, signed) the capacity moved between a search's closed loop before its probes and the
+    same closed loop after them, when that is more than reference_allowed_pct; None when they agree. A busy host
+    lowers a closed loop's reading: a reference that moved was not the device's capacity for the whole search."""
+    moved = (after.per_s - before.per_s) / before.per_s * 100.0
+    return moved if abs(moved) > reference_allowed_pct(before, after) else None
+
+
+def reference_note(before: Capacity, after: Capacity | None) -> str | None:
+    """The note of a capacity reference that moved during the search (None when it held or was not re-measured)."""
+    if after is None or (moved := reference_moved_pct(before, after)) is None:
+        return None
+    return (f"capacity reference unsure: the {before.source} read {before.per_s:.4g}/s before the probes and "
+            f"{after.per_s:.4g}/s after ({moved:+.1f}%, beyond the {reference_allowed_pct(before, after):.1f}% its "
+            "jitter explains): the host's load changed during the search, so the counts the capacity bounded rest "
+            "on a reading that did not hold; each count's verdict is its own probe's")
 
 
 @dataclass
@@ -91,6 +123,8 @@ class SloResult:
     record: dict[str, Any] = field(default_factory=dict)  # its slo_search.csv line
     capacity: Capacity | None = None  # the lowest capacity the search held at its end (None: none known)
     over_capacity: bool = False  # the count just above the answer offers more than `capacity`
+    capacity_before: Capacity | None = None  # the search's closed-loop capacity, measured before its probes
+    capacity_after: Capacity | None = None  # the same closed loop measured again after the probes
 
     @property
     def first_miss(self) -> Probe | None:
@@ -119,7 +153,8 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
     marked a lower bound. A skipped probe ends the search.
 
     With `rate_hz`, capacities bound the counts probed: `capacity` (a closed-loop row's) and the served rate of
-    every probe whose backlog grew (Probe.served_hz). No count above the lowest capacity's `streams` is probed
+    every probe whose backlog grew (Probe.served_hz), unless a count that met offered more than it served (then a
+    note says so and the reading bounds nothing). No count above the lowest capacity's `streams` is probed
     by the doubling or the bisection, and the bisection tries that count first; the count just above the answer
     is probed once anyway, and if it meets, the capacities are dropped (a note says so) and the search goes on
     above it."""
@@ -138,7 +173,13 @@ def search_max_streams(probe: Callable[[int], Probe], max_streams: int, start: i
             seen[n] = p = probe(n)
             order.append(p)
             if rate_hz and p.served_hz is not None and p.verdict != "met":
-                caps.append(Capacity(p.served_hz, f"served at {n} streams while the backlog grew"))
+                met = max((q.streams for q in order if q.verdict == "met"), default=0)
+                if p.served_hz < met * rate_hz:  # a reading a measurement contradicts is not a reference
+                    notes.append(f"served {p.served_hz:.4g}/s at {n} streams while the backlog grew, less than the "
+                                 f"{met * rate_hz:.4g}/s {met} streams met at: not taken as the capacity (the device "
+                                 "served less with more streams, or the host got busier)")
+                else:
+                    caps.append(Capacity(p.served_hz, f"served at {n} streams while the backlog grew"))
         return seen[n].verdict
 
     def skipped(n: int, good: int) -> SloResult:

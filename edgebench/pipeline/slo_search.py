@@ -35,12 +35,20 @@ issues its next inference when the last ends) at the search's first count, the s
 Its throughput bounds what more streams can be served at, assuming the device is saturated there (more streams
 never serve more). A closed loop at many more processes than the host has cores measured far less than fewer
 streams are served at in the open loop (a serial null device on 2 cores: 232/s at 8 processes, 450/s served at
-5 streams), so the bound is taken where the search starts. A probe whose backlog grew (its reason: the latency
-trend proves growth, or the offered rate was not sustained) adds its achieved rate, what the device served at
-that count. The search never probes a count whose offered rate (count x rate_hz) exceeds the lowest of these,
+5 streams), so the bound is taken where the search starts. A probe whose backlog grew (its reason: the backlog is
+shown to grow, runner.backlog_growth, or the offered rate was not sustained) adds its achieved rate, what the device
+served at that count. The search never probes a count whose offered rate (count x rate_hz) exceeds the lowest of these,
 and bisects only between counts it admits. The count just above the answer is then measured once all the same (a
 capacity rests on that assumption; the probe is the measurement, and what the report shows); if it meets, the
 capacity was wrong, is dropped with a note, and the search goes on above it.
+
+The reference is measured again (issue 54). A busy host makes a closed loop read low, and a reference that read low
+unnoticed is part of every verdict it bounds. So after its probes the search runs the same closed loop again (repeat
+k * R + 1, a row of its own; with R = 1 that is search k + 1's closed loop before its probes, which reads it rather than
+measuring it twice) and compares: when the two readings differ by more than both their jitter explains at 99% (each
+row's stability_bound_pct over its sub-windows) and by more than 1%, the line's
+`capacity_reference` says `unsure (<signed % moved>)` and a note names both readings (`capacity reference unsure: ...`);
+else `steady (<signed % moved>)`. slo_search.csv gives `capacity_after_per_s` beside `capacity_per_s`.
 
 Every distinct config of the plan with its instance count folded out is one search: backend option sets
 (eager / cuda_graph ...) and GPU sharing modes (time-slicing / mps) are searched one by one and reported
@@ -53,6 +61,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,13 +76,15 @@ from edgebench.pipeline.slo_decide import (
     holds_at,
     monotonic_note,
     p99_list,
+    reference_moved_pct,
+    reference_note,
     repeated_probe,
     search_max_streams,
 )
 from edgebench.pipeline.sweep import SweepSession, run_sweep, sweep_session
-from edgebench.runner.backlog import GROWTH_MARK
-from edgebench.runner.load import P99_FLOOR, enough_window_s, horizon_window_s
-from edgebench.runner.metrics import NOT_SUSTAINED_MARK
+from edgebench.runner.backlog import GROWTH_MARK, OLD_GROWTH_MARK
+from edgebench.runner.load import P99_FLOOR, early_stopping_window_s, enough_window_s, horizon_window_s
+from edgebench.runner.metrics import NOT_SUSTAINED_MARK, stability_z
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -86,14 +97,16 @@ SEARCH_COLUMNS = ("model", "backend", "precision", "batch", "device", "mode", "o
                   "rate_per_stream_hz", "arrival", "search", "slo_ms", "repeats_per_count", "max_streams_under_slo",
                   "answer", "capped_at_max_streams", "p99_ms_at_max", "p99_ms_repeats_at_max", "first_missed_streams",
                   "p99_ms_at_first_miss", "p99_ms_repeats_at_first_miss", "monotonic", "horizon_s", "holds_at_max",
-                  "capacity_per_s", "capacity_max_streams", "capacity_source", "notes", "probes")
+                  "capacity_per_s", "capacity_max_streams", "capacity_source", "capacity_after_per_s",
+                  "capacity_reference", "notes", "probes")
 
 
 def backlog_grew(row: dict[str, Any]) -> bool:
-    """The row's reason says its backlog grew: the latency trend proved it, or the offered rate was not
-    sustained (runner.backlog.growth_reason, runner.metrics.overload_reason)."""
+    """The row's reason says its backlog grew: shown by its sign-flip test (or, in a row written before issue 54, by
+    its latency trend), or the offered rate was not sustained (runner.backlog.growth_reason,
+    runner.metrics.overload_reason)."""
     reason = row.get("reason") or ""
-    return GROWTH_MARK in reason or NOT_SUSTAINED_MARK in reason
+    return GROWTH_MARK in reason or OLD_GROWTH_MARK in reason or NOT_SUSTAINED_MARK in reason
 
 
 def probe_of(streams: int, row: dict[str, Any], max_duration_s: float | None = None) -> Probe:
@@ -114,6 +127,10 @@ def probe_of(streams: int, row: dict[str, Any], max_duration_s: float | None = N
         longer = horizon_window_s(row.get("latency_ms_p99"), row["slo_ms"], row.get("slo_horizon_s") or 0.0,
                                   row.get("latency_trend_ms_per_s"), row.get("latency_trend_lo_ms_per_s"), hi,
                                   window, max_duration_s)
+        stopping = early_stopping_window_s(row.get("latency_ms_p99"), row["slo_ms"], row.get("slo_queries"),
+                                           row.get("slo_overlatency"), window, max_duration_s)
+        if stopping is not None:
+            longer = stopping if longer is None else max(longer, stopping)
     return Probe(streams, verdict, row.get("latency_ms_p99"), status, row.get("reason") or "",
                  served_hz=achieved if achieved is not None and backlog_grew(row) else None,
                  trend_hi_ms_per_s=hi, longer_s=longer, windows_s=[window] if window else [])
@@ -137,15 +154,21 @@ def capacity_config(base: RunConfig, streams: int, threads: int, repeat: int) ->
                                rate_hz=None, slo_ms=None, repeat=repeat)
 
 
-def capacity_of(streams: int, row: dict[str, Any] | None) -> tuple[Capacity | None, str]:
-    """(the capacity a closed-loop row measured, None and why not): its inferences per second over its window."""
+def capacity_of(streams: int, row: dict[str, Any] | None, sub_windows: int = 5,
+                when: str = "") -> tuple[Capacity | None, str]:
+    """(the capacity a closed-loop row measured, None and why not): its inferences per second over its window, with
+    the standard error its own jitter gives (stability_bound_pct / z over `sub_windows`, the row's jitter sigma, over
+    sqrt(sub_windows)); `when` ('after the probes') is added to its source."""
+    label = f"closed loop at {streams} streams{f' {when}' if when else ''}"
     if row is None:
-        return None, f"no capacity: the closed-loop row at {streams} streams wrote no row"
+        return None, f"no capacity: the {label} wrote no row"
     inferences, window = row.get("inferences"), row.get("window_s")
     if row.get("status") != "ok" or not inferences or not window:
-        return None, (f"no capacity: the closed-loop row at {streams} streams is {row.get('status')}"
-                      f" ({row.get('reason') or 'no reason'}); the search probes without one")
-    return Capacity(inferences / window, f"closed loop at {streams} streams"), ""
+        return None, (f"no capacity: the {label} is {row.get('status')} ({row.get('reason') or 'no reason'})"
+                      f"{'' if when else '; the search probes without one'}")
+    bound = row.get("stability_bound_pct")
+    se = bound / stability_z(sub_windows) / math.sqrt(sub_windows) if bound is not None else None
+    return Capacity(inferences / window, label, se), ""
 
 
 def first_window_s(needed_s: dict[int, float], streams: int) -> float | None:
@@ -240,13 +263,24 @@ def _search(cfgs: list[RunConfig], profile: Profile, env: Env, run_dir: Path, st
         return probe
 
     first = max(1, min(start, max_streams))  # capacity first: a closed loop at the search's first count
-    capacity, why = capacity_of(first, row_of(capacity_config(base, first, threads_for(profile, first,
-                                                                                       env.cpu_count),
-                                                              base.repeat * repeats)))
+    threads = threads_for(profile, first, env.cpu_count)
+    before_cfg = capacity_config(base, first, threads, base.repeat * repeats)
+    # with one repeat a count, search k's reference after its probes (repeat k + 1) is search k + 1's before, the
+    # same closed loop measured just before: read, not measured twice
+    before_row = next((r for r in reversed(store.records()) if r["config_hash"] == before_cfg.config_hash()), None)
+    capacity, why = capacity_of(first, before_row or row_of(before_cfg), base.sub_windows)
     result = search_max_streams(lambda n: repeated_probe(n, repeats, lambda j: measure(n, j)), max_streams, start,
                                 rate_hz=base.rate_hz, capacity=capacity)
     if why:
         result.notes.append(why)
+    result.capacity_before = capacity
+    if capacity is not None:  # the reference again, after the probes: a busy host must not lower it unnoticed
+        after_row = row_of(capacity_config(base, first, threads, base.repeat * repeats + 1))
+        result.capacity_after, why_after = capacity_of(first, after_row, base.sub_windows, "after the probes")
+        if why_after:
+            result.notes.append(why_after)
+        if (moved := reference_note(capacity, result.capacity_after)) is not None:
+            result.notes.append(moved)
     if (note := monotonic_note(result.probes, base.slo_ms)) is not None:
         result.notes.insert(0, note)
     result.record = search_record(base, result, repeats)
@@ -285,8 +319,21 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
         "capacity_per_s": None if cap is None else round(cap.per_s, 4),
         "capacity_max_streams": None if cap is None or not base.rate_hz else cap.streams(base.rate_hz),
         "capacity_source": None if cap is None else cap.source,
+        "capacity_after_per_s": None if result.capacity_after is None else round(result.capacity_after.per_s, 4),
+        "capacity_reference": capacity_reference(result),
         "notes": " | ".join(result.notes), "probes": describe_probes(result.probes),
     }
+
+
+def capacity_reference(result: SloResult) -> str | None:
+    """slo_search.csv's capacity_reference: 'steady (<signed % moved>)' when the closed loop measured again after the
+    probes agrees with the one before (within reference_allowed_pct), 'unsure (<signed % moved>)' when it moved; None
+    without both."""
+    before, after = result.capacity_before, result.capacity_after
+    if before is None or after is None:
+        return None
+    moved = (after.per_s - before.per_s) / before.per_s * 100.0
+    return f"{'unsure' if reference_moved_pct(before, after) is not None else 'steady'} ({moved:+.1f}%)"
 
 
 def _append_search(path: Path, record: dict[str, Any]) -> None:

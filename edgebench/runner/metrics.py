@@ -242,8 +242,9 @@ def instability_reason(summary: Summary, tolerance_pct: float) -> str | None:
 
 def judge(summary: Summary, cfg: RunConfig, trend: LatencyTrend | None = None) -> tuple[str, str]:
     """("ok", "") or ("invalid", reasons joined with "; "): the verdict on the row's headline (throughput, and the
-    energy taken over the same window). A fixed-rate row that could not keep up says so first; one whose latency
-    `trend` (runner.backlog.window_trend) proves a growing backlog says so next.
+    energy taken over the same window). A fixed-rate row that could not keep up says so first; one whose backlog
+    (scheduled arrivals minus completions) the `trend` (runner.backlog.window_trend, its `backlog`:
+    runner.backlog_growth) shows growing says so next.
 
     Validity is per metric: too few inferences for a latency percentile never invalidates the row; that
     percentile is left empty and `percentile_gaps` says why (the row's empty_reasons)."""

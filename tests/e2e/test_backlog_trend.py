@@ -2,8 +2,9 @@
 its streams share one simulated device of 10 ms per inference, ~98/s on this 2-core machine, 100/s nominal).
 
 A row offered more than the device serves, yet within the 15% throughput tolerance, used to be ok: its latency
-grew for the whole window. Its latency trend now makes it invalid, the reason naming the slope, its interval and
-served vs offered. Offered 90%, the row stays ok and carries its trend.
+grew for the whole window. Its backlog (issue 54: scheduled arrivals minus completions, runner.backlog_growth) now
+makes it invalid, the reason naming the growth, its interval, served vs offered and the latency trend. Offered 90%,
+the row stays ok and carries its trend. (The history below is of issue 35's trend rule, which issue 54 replaced.)
 
 The overloaded row is 2 streams offering 105% of the nominal capacity: over it by more than the host's noise can
 hide in one 30 s window. 101.5% is marginal: runner.backlog's simulated queues flag a 1-2% overload in 83-100% of
@@ -67,9 +68,12 @@ def test_a_fixed_rate_row_just_over_capacity_is_invalid_with_its_latency_trend(e
                                              "latency_trend_hi_ms_per_s"))
     assert 0 < lo <= slope <= hi
     assert slope > 25.0  # ms of latency per s: (offered / served - 1) x 1000, ~50 at 5% over, more as the host slows it
-    assert lo * float(row["window_s"]) > float(row["latency_ms_p50"])  # the growth it proves is material
-    assert row["reason"].startswith(f"latency grows {slope:.3g} ms/s [{lo:.3g}, {hi:.3g}] (95%) over ")
-    assert f": {served:.4g}/s served of {offered:.4g}/s offered" in row["reason"]
+    # the verdict is the backlog's (issue 54): scheduled arrivals minus completions, shown to grow at 99%
+    growth, g_lo, g_hi = (float(row[c]) for c in ("backlog_growth_per_s", "backlog_growth_lo_per_s",
+                                                  "backlog_growth_hi_per_s"))
+    assert 0 < g_lo <= growth <= g_hi and growth == pytest.approx(offered - served, rel=0.3)
+    assert row["reason"].startswith(f"backlog grows {growth:.3g}/s [{g_lo:.3g}, {g_hi:.3g}] (98%, sign-flip p = ")
+    assert f"; {served:.4g}/s served of {offered:.4g}/s offered; latency +{slope:.3g} ms/s" in row["reason"]
 
 
 @pytest.mark.slow
@@ -81,5 +85,5 @@ def test_a_fixed_rate_row_at_ninety_percent_is_ok_and_carries_its_trend(env, tmp
                                              "latency_trend_hi_ms_per_s"))
     assert lo <= slope <= hi
     assert abs(slope) < 2.0  # a stable queue wanders; it does not climb (~50 ms/s at 5% over)
-    assert max(lo, 0.0) * float(row["window_s"]) < float(row["latency_ms_p50"])
+    assert float(row["backlog_growth_lo_per_s"]) <= 0.0 <= float(row["backlog_growth_hi_per_s"])
     assert "latency_trend" not in (row["empty_reasons"] or "")

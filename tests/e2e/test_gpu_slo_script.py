@@ -153,7 +153,7 @@ def test_the_check_part_runs_long_fixed_rate_rows_at_n_and_n_plus_one(tmp_path, 
     assert float(rows[5]["latency_trend_lo_ms_per_s"]) > 0 and float(rows[5]["latency_trend_ms_per_s"]) > 10
     assert float(rows[4]["latency_trend_lo_ms_per_s"]) < float(rows[5]["latency_trend_lo_ms_per_s"])
     if rows[5]["status"] == "invalid":
-        assert "latency grows " in rows[5]["reason"] or "offered rate not sustained" in rows[5]["reason"]
+        assert "backlog grows " in rows[5]["reason"] or "offered rate not sustained" in rows[5]["reason"]
     else:
         assert float(rows[5]["latency_ms_p99"]) > 500
     table = (out / "check-table.txt").read_text()

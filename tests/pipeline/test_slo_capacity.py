@@ -64,6 +64,50 @@ def test_an_overloaded_probe_teaches_the_capacity_and_the_bisection_stays_under_
     assert record["capacity_source"] == "served at 32 streams while the backlog grew"
 
 
+def test_a_served_rate_below_what_a_met_count_offered_bounds_nothing():
+    """The CI run of test_option_sets_...: 5 streams of 90/s met (450/s offered), 6 missed while serving 430/s (6
+    processes hand the device's lock to one another more slowly on a busy 2-core host). 430/s would admit 4 streams,
+    fewer than met: a reading a measurement contradicts is noted, not kept as the capacity the line reports."""
+
+    def probe(n: int) -> Probe:
+        if n <= 5:
+            return Probe(n, "met", 10.0 + n, "ok", trend_hi_ms_per_s=0.001)
+        return Probe(n, "missed", 500.0, "invalid", "backlog grows ...", served_hz=430.0)
+
+    result = search_max_streams(probe, 8, 2, rate_hz=90.0, capacity=Capacity(480.0, "closed loop at 2 streams"))
+    assert result.max_streams == 5 and result.capacity == Capacity(480.0, "closed loop at 2 streams")
+    assert any(n.startswith("served 430/s at 6 streams while the backlog grew, less than the 450/s 5 streams met at")
+               for n in result.notes), result.notes
+    record = search_record(cfg(rate_hz=90.0), result)
+    assert record["capacity_max_streams"] == 5 >= result.max_streams
+
+
+def test_the_capacity_measured_again_after_the_probes_says_whether_it_held():
+    """A busy host lowers a closed loop's reading: the search's reference is measured again after its probes, and a
+    reading that moved by more than both readings' jitter explains (and by more than 1%) is 'unsure', with a note."""
+    from edgebench.pipeline.slo_decide import SloResult, reference_moved_pct, reference_note
+    from edgebench.pipeline.slo_search import capacity_reference
+
+    before = Capacity(98.0, "closed loop at 4 streams", se_pct=0.2)
+    assert reference_moved_pct(before, Capacity(97.5, "closed loop at 4 streams after the probes", 0.2)) is None
+    moved = Capacity(91.0, "closed loop at 4 streams after the probes", se_pct=0.2)
+    assert reference_moved_pct(before, moved) == pytest.approx(-7.14, abs=0.01)
+    # noisy readings (se 3% each: 2.576 x 4.2 = 10.9% allowed) cannot tell the same 7% apart
+    assert reference_moved_pct(Capacity(98.0, "c", 3.0), Capacity(91.0, "c", 3.0)) is None
+    note = reference_note(before, moved)
+    assert note is not None and note.startswith("capacity reference unsure: the closed loop at 4 streams read 98/s "
+                                                "before the probes and 91/s after (-7.1%, beyond the 1.0% its jitter")
+    assert reference_note(before, None) is None
+    result = SloResult(4, False, capacity_before=before, capacity_after=moved)
+    assert capacity_reference(result) == "unsure (-7.1%)"
+    result.capacity_after = Capacity(98.4, "closed loop at 4 streams after the probes", 0.2)
+    assert capacity_reference(result) == "steady (+0.4%)"
+    assert capacity_reference(SloResult(4, False)) is None
+    # a row's jitter gives the standard error: stability_bound_pct / z(5 sub-windows) / sqrt(5)
+    cap, _ = capacity_of(4, {"status": "ok", "inferences": 980, "window_s": 10.0, "stability_bound_pct": 3.09})
+    assert cap is not None and cap.se_pct == pytest.approx(3.09 / 3.0902 / 5**0.5, rel=1e-3)
+
+
 def test_a_count_the_capacity_excludes_is_never_probed_before_the_answer_and_its_check_is_not_a_lower_bound():
     """The SLO binds below the capacity: 16 and 24 meet, 28 misses (p99); then the bisection stays between 24 and
     28. Where the check above the answer is unmeasured (a window too short to tell) but over the capacity, the

@@ -13,6 +13,7 @@ import csv
 from pathlib import Path
 
 import numpy as np
+import pytest
 from serial_slo import serial_options, serial_slo_profile, slo_bench
 
 from edgebench.config.run_config import RunConfig
@@ -196,7 +197,8 @@ def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path,
     stream: 5 and 2 streams fit (90% and 72% busy), 6 and 3 overload it. One search each, one line each in
     slo_search.csv and in the console's side-by-side table; the window runs to 662 inferences although
     min_inferences is 100. Each search starts with its closed-loop capacity row at 2 streams (~450 and ~240/s:
-    5 and 2 streams admitted). A 10 s horizon: 8 s windows cannot bound a 600 s one at 90% load.
+    5 and 2 streams admitted) and ends with the same row again (the reference after the probes: slo_search.csv's
+    capacity_after_per_s and capacity_reference). A 10 s horizon: 8 s windows cannot bound a 600 s one at 90% load.
 
     Windows of up to 8 s, so that 1 stream (90/s) reaches a p99's 662 inferences: when a host stall makes 2 streams
     of the 4 ms set miss (CI: one repeat's p99 143 ms at 72% busy), the search's answer is 1, which 6 s windows
@@ -221,7 +223,15 @@ def test_option_sets_are_searched_side_by_side_with_their_own_capacity(tmp_path,
                                         "while the backlog grew") and s["horizon_s"] == "10.0"
         assert int(s["capacity_max_streams"]) == int(float(s["capacity_per_s"]) // 90) >= int(s["answer"])
     closed = [r for r in rows if r["scenario"] == "closed-loop"]
-    assert [(r["instances"], r["rate_per_stream_hz"]) for r in closed] == [("2", ""), ("2", "")]
+    assert [(r["instances"], r["rate_per_stream_hz"], r["repeat"]) for r in closed] == [
+        ("2", "", "0"), ("2", "", "1")] * 2  # each search's reference before its probes and after them
+    for s, (before, after) in zip(searches, (closed[:2], closed[2:]), strict=True):
+        assert float(s["capacity_after_per_s"]) == pytest.approx(float(after["inferences"]) / float(after["window_s"]),
+                                                                 rel=1e-4)
+        before_per_s = float(before["inferences"]) / float(before["window_s"])
+        moved = (float(s["capacity_after_per_s"]) / before_per_s - 1) * 100
+        assert s["capacity_reference"] in (f"steady ({moved:+.1f}%)", f"unsure ({moved:+.1f}%)")
+        assert ("capacity reference unsure" in s["notes"]) == s["capacity_reference"].startswith("unsure")
     rows = [r for r in rows if r["scenario"] == "slo-search"]
     measured = [r for r in rows if r["slo_verdict"] in ("met", "missed") and r["latency_ms_p99"]]
     assert measured and all(int(r["inferences"]) >= P99_FLOOR for r in measured)
@@ -268,9 +278,10 @@ def test_gpu_sharing_modes_are_searched_side_by_side_under_a_private_mps_daemon(
     for s in searches:
         assert s["answer"] == "undetermined: no probe was measured" and s["max_streams_under_slo"] == ""
         assert "unmeasured at 1, 2" in s["notes"]
-    assert sorted((r["gpu_sharing"], int(r["instances"]), r["scenario"]) for r in rows) == [
-        ("mps", 1, "closed-loop"), ("mps", 1, "slo-search"), ("mps", 2, "slo-search"),
-        ("time-slicing", 1, "closed-loop"), ("time-slicing", 1, "slo-search"), ("time-slicing", 2, "slo-search")]
+    assert sorted((r["gpu_sharing"], int(r["instances"]), r["scenario"]) for r in rows) == [  # reference before, after
+        ("mps", 1, "closed-loop"), ("mps", 1, "closed-loop"), ("mps", 1, "slo-search"), ("mps", 2, "slo-search"),
+        ("time-slicing", 1, "closed-loop"), ("time-slicing", 1, "closed-loop"), ("time-slicing", 1, "slo-search"),
+        ("time-slicing", 2, "slo-search")]
     for r in rows:
         if r["scenario"] == "slo-search":
             assert r["slo_verdict"] == "unmeasured" and r["slo_met"] == "" and "slo: unmeasured" in r["reason"]

@@ -18,14 +18,19 @@ import pytest
 from queue_sim import queue_window
 
 from edgebench.runner.backlog import LatencyTrend, latency_trend
+from edgebench.runner.backlog_growth import growth_of_increments
 from edgebench.runner.load import growth_bound_ms, holds_text, horizon_window_s, slo_verdict
 
 DRAWS = 20
 FIRST_S, MAX_S, HORIZON_S = 8.0, 120.0, 600.0
 
 
-def trend(slope: float, half: float, span_s: float = 30.0, p50_ms: float = 10.0) -> LatencyTrend:
-    return LatencyTrend(slope, slope - half, slope + half, span_s=span_s, bins=20, inferences=3000, p50_ms=p50_ms)
+def trend(slope: float, half: float, span_s: float = 30.0, p50_ms: float = 10.0,
+          increments: list[int] | None = None) -> LatencyTrend:
+    """A latency trend; with `increments` (the backlog's, one per sub-window) a backlog growth beside it."""
+    backlog = None if increments is None else growth_of_increments(increments, span_s, 0, 98 * 16, 97 * 16)
+    return LatencyTrend(slope, slope - half, slope + half, span_s=span_s, bins=20, inferences=3000, p50_ms=p50_ms,
+                        backlog=backlog)
 
 
 # ------------------------------------------------------------------------------------ the verdict of one window
@@ -53,12 +58,18 @@ def test_a_count_meets_only_when_p99_plus_the_growth_it_cannot_exclude_holds_ove
 
 def test_a_proven_growth_that_breaks_the_slo_within_the_horizon_is_a_miss_whatever_the_p99():
     """The issue's CPU case: 5 streams at 101.5% of the serial device, p99 379 ms against 500 ms in its window."""
-    growing = trend(29.3, 2.1, span_s=6.47, p50_ms=91.0)
-    assert growing.growing
-    verdict, why = slo_verdict(379.0, 500.0, "invalid", 662, 0, "latency grows ...", trend=growing, horizon_s=600.0)
+    growing = trend(29.3, 2.1, span_s=6.47, p50_ms=91.0, increments=[1] * 16)  # 16 of 16 sub-windows grew
+    assert growing.growing and growing.backlog is not None and growing.backlog.p_value == 2.0**-16
+    verdict, why = slo_verdict(379.0, 500.0, "invalid", 662, 0, "backlog grows ...", trend=growing, horizon_s=600.0)
     assert verdict == "missed"
-    assert why == ("slo: missed within the 600 s horizon: the backlog grows at >= 27.2 ms/s (95%): p99 379 ms + "
+    # the latency growth shown: the trend's lower bound, or the backlog's lower bound over what it served, the larger
+    assert growing.proven_ms_per_s == pytest.approx(27.2)
+    assert why == ("slo: missed within the 600 s horizon: the backlog grows, latency at >= 27.2 ms/s: p99 379 ms + "
                    "27.2 ms/s x 600 s = 1.67e+04 ms > 500 ms")
+    # a latency trend whose lower bound is above 0 but a backlog the sign-flip test cannot show growing: no miss
+    # for the horizon (the row is ok), and the trend's bound is not taken as shown
+    noisy = trend(29.3, 2.1, span_s=6.47, p50_ms=91.0, increments=[5, -4] * 8)
+    assert not noisy.growing and noisy.proven_ms_per_s == 0.0
     # a p99 over the SLO with a rise its window proves but the row is not invalid for: the reason names it
     rising = trend(30.0, 15.0, span_s=6.2, p50_ms=120.0)
     assert not rising.growing
