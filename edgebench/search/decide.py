@@ -35,6 +35,9 @@ The order of a search:
    surrogate no curve of that level of its own, and what it says of the level at the answer's batch can be far
    off and narrow (ResNet-18: amp measured once, at b2 2x, was put at 16,895 [13,453, 21,219] img/s at b32; its
    rows there are 23,694-23,770, and the search answered fp16 b32, 4% slower); exploring then goes on;
+   and at the stop itself (nothing left to confirm), the unmeasured configuration whose predicted infeasibility
+   alone keeps it from changing the answer, above a measured configuration of its level that meets every limit
+   (design.decider, DECIDER_CHECK): one outlier repeat of another level can put it far over a limit it meets;
 5. confirm: the answer's configurations (the best and the runner-up; the front's members) get every planned repeat,
    so the final answer is measured with repeats (a repeat can move it: then exploring starts again);
 6. stop: the answer is settled (no unmeasured point likely to change it, its configurations measured with every
@@ -64,7 +67,7 @@ from edgebench.answer.best import with_accuracy_drop
 from edgebench.answer.candidates import empty_reason
 from edgebench.answer.intervals import median_ci
 from edgebench.answer.pareto import dominates, interval_end
-from edgebench.search.design import distrust, effective_features, farthest, thin_level, uncovered
+from edgebench.search.design import decider, distrust, effective_features, farthest, thin_level, uncovered
 from edgebench.search.goal import ACCURACY_DROP, Goal, ModelState, current_answer
 from edgebench.search.space import Encoder, SearchPoint, spread_seeds
 from edgebench.search.surrogate import (
@@ -84,6 +87,17 @@ EXPLORE_MIN_PROB = 0.05
 # limit) < NO_ANSWER_SHARE x explore_min_prob): a wrong "no answer" loses the whole answer, where a wrong stop with
 # one loses at most its gap to the best
 NO_ANSWER_SHARE = 0.2
+# what a settled stop's P is: the surrogates' own estimate, whose rate of wrong stops was measured on replays
+# (docs/search.md, "What the stop's P is"; issue 54), never a calibrated probability of being wrong
+BELIEF = "by the surrogates' estimate"
+NOT_A_RATE = "a model's belief, not a measured error rate"
+# before a best-goal stop with an answer, measure the unmeasured configuration whose predicted infeasibility alone
+# keeps it from changing the answer (design.decider; issue 54), only where its level's next smaller batch was
+# measured and meets every limit (the frontier form). On the H100 set of issue 54 (p90 <= 7.9 ms, 20 seeds) it
+# turned 7 wrong stops into 0 for 8.3% more rows; on 300 knife-edge sets 17 into 9 (+6.8% rows). Without the
+# frontier restriction it cost 51% more rows on the first 87 knife-edge sets (docs/results/calibration/search-stop.md)
+DECIDER_CHECK = True
+DECIDER_FRONTIER = True
 PARETO_SAMPLES = 256
 Z95 = 1.959964
 
@@ -101,6 +115,9 @@ class Pick:
     model: str = ""
     no_answer: bool = False  # explore: nothing measured meets every limit yet
     candidates: int = 0  # explore: configurations scored
+    # explore (best, with an answer, below its threshold): the check measured instead of stopping, when the stop
+    # would rest on a predicted infeasibility (design.decider; DECIDER_CHECK)
+    decider: Pick | None = None
 
 
 @dataclass
@@ -123,6 +140,9 @@ class Decision:
     stop: str | None
     answers: dict[str, ModelState]
     predictions: list[Predicted]
+    # the stop line the search would have given here without the decider check it measures instead (a replay reads
+    # the search without the check from the same run: until this step the two are the same search)
+    stop_without_check: str | None = None
 
 
 def _phi(z: float) -> float:
@@ -199,9 +219,12 @@ def decide(points: Sequence[SearchPoint], rows: Mapping[str, dict[str, Any]], go
             change = "change the answer" if goal.mode != "pareto" else (
                 "change the front beyond the intervals of the repeats" if any(p.planned_rows > 1 for p in points)
                 else "change the front")
-            return Decision(None, _with(_settled_text(explored, answers, points, by_hash, floors, left_out,
-                                                      change), blocked),
-                            answers, predictions)
+            stop = _with(_settled_text(explored, answers, points, by_hash, floors, left_out, change), blocked)
+            check = next((p.decider for p in explored if p.decider is not None), None)
+            if check is None:
+                return Decision(None, stop, answers, predictions)
+            check.hashes = check.hashes[:budget_left]
+            return Decision(check, None, answers, predictions, stop_without_check=stop)
     if best_pick is None:
         confirm = _confirm(points, by_hash, answers)
         if confirm is None:
@@ -275,17 +298,17 @@ def _settled_text(explored: list[Pick], answers: Mapping[str, ModelState], point
         st = answers.get(pick.model)
         if pick.no_answer:
             text = (f"{pick.model + ': ' if many else ''}no answer: no measured configuration meets every limit, "
-                    f"and the {pick.candidates} candidate(s) left are unlikely to (P(any meets every limit) = "
-                    f"{pick.score or 0.0:.3f} < {floors[1]:g}; the most likely, {name}, P = "
+                    f"and the {pick.candidates} candidate(s) left are unlikely to {BELIEF} (P(any meets every limit) "
+                    f"= {pick.score or 0.0:.3f} < {floors[1]:g}, {NOT_A_RATE}; the most likely, {name}, P = "
                     f"{pick.p_change or 0.0:.3f})")
         elif pick.score is not None and pick.score != pick.p_change:
             text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to change the answer "
-                    f"(P(any of the {pick.candidates} changes it) = {pick.score:.3f} < {threshold:g}; the most "
-                    f"likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
+                    f"{BELIEF} (P(any of the {pick.candidates} changes it) = {pick.score:.3f} < {threshold:g}, "
+                    f"{NOT_A_RATE}; the most likely, {name}, P = {pick.p_change or 0.0:.3f}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
         else:
-            text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to {change} "
-                    f"(the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}), and "
+            text = (f"{pick.model + ': ' if many else ''}no configuration left is likely to {change} {BELIEF} "
+                    f"(the most likely, {name}, P = {pick.p_change or 0.0:.3f} < {threshold:g}, {NOT_A_RATE}), and "
                     + _answer_clause(pick.model, st, points, rows, False))
         parts.append(text + (f"; {left_out[pick.model]}" if pick.model in left_out else ""))
     explored_models = {p.model for p in explored}
@@ -412,6 +435,7 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
                     f"{far.label}: space-filling before a stop with no answer (P(some candidate meets every limit) = "
                     f"{score:.3f}; {len(tried)} of {design_size} configurations in the design)", None, score, model,
                     True, len(scored)), preds, None, left_out
+    check_pick: Pick | None = None
     if goal.mode == "best" and state is not None and not no_answer and score < explore_min_prob:
         best = next((p for p in points if p.key == state.answer_keys[0]), None)  # with an answer: one key at least
         check = thin_level(points, status, usable, candidates, best, encoder) if best is not None else None
@@ -422,6 +446,18 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
                         f"{positions} batch and instance position(s): the surrogate's {level} there is a guess from "
                         f"the other levels), P(changes the answer) = {by_pred[twin.key].p_change or 0.0:.3f}",
                         by_pred[twin.key].p_change, None, model), preds, None, left_out
+        if DECIDER_CHECK and state.to_beat is not None:  # measured at the stop itself (decide), not before it
+            beats = {q.key: _p_beats(q, state, normals, metrics) for q in candidates if not status[q.key]}
+            feasible = {k: f for k in beats if (f := by_pred[k].p_feasible) is not None}
+            dec = decider(points, status, candidates, beats, feasible, explore_min_prob,
+                          lambda q: _misses(status[q.key], goal), DECIDER_FRONTIER)
+            if dec is not None:
+                check_pick = Pick("check", dec.key, _next_rows(dec, rows, 1),
+                                  f"{dec.label}: before the stop, measured since only its predicted infeasibility "
+                                  f"keeps it from changing the answer (P(meets every limit) = {feasible[dec.key]:.3g}, "
+                                  f"P(beats the answer) = {beats[dec.key]:.3f}; its level's next smaller batch "
+                                  + ("was measured and meets every limit)" if DECIDER_FRONTIER else "misses no limit)"),
+                                  by_pred[dec.key].p_change, None, model)
     what = ("another repeat" if usable[p.key] else "the next repeat (its rows so far are invalid)" if status[p.key]
             else "not measured yet")
     why = f"{p.label}: {what}, P(changes the answer) = {prob:.3f}"
@@ -430,7 +466,7 @@ def _model_step(points: list[SearchPoint], rows: Mapping[str, dict[str, Any]], g
     elif score != prob:
         why += f"; P(some candidate changes it) = {score:.3f}"
     return Pick("explore", p.key, _next_rows(p, rows, 1), why, prob, score, model, no_answer,
-                len(scored)), preds, None, left_out
+                len(scored), check_pick), preds, None, left_out
 
 
 def _misses(mine: Sequence[dict[str, Any]], goal: Goal) -> bool:
@@ -566,6 +602,18 @@ def _p_change(p: SearchPoint, goal: Goal, state: ModelState | None, normals: Nor
     if state is None or not state.front:
         return 1.0, None
     return _p_not_dominated(p, state, normals, metrics, measured), None
+
+
+def _p_beats(p: SearchPoint, state: ModelState, normals: Normals, metrics: list[tuple[str, bool]]) -> float:
+    """P that p's next row beats the answer beyond its interval (state.to_beat), whatever the limits say."""
+    col, higher = metrics[0]
+    normal = _normal(normals, col, p)
+    inc = transform(col, state.to_beat) if state.to_beat is not None and (state.to_beat > 0 or col == ACCURACY_DROP) \
+        else None
+    if normal is None or inc is None:
+        return 0.5
+    z = (normal[0] - inc) / normal[1]
+    return _phi(z if higher else -z)
 
 
 def _p_not_dominated(p: SearchPoint, state: ModelState, normals: Normals,

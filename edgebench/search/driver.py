@@ -180,5 +180,6 @@ def search_text(outcome: SearchOutcome, run_dir: Path) -> str:
     if predicted:
         likely = max(predicted, key=lambda p: p.p_change or 0.0)
         lines.append(f"not measured: {len(predicted)} configuration(s), predicted in {run_dir / PREDICTIONS}; the most "
-                     f"likely to change the answer: {likely.label} (P = {likely.p_change or 0.0:.3f})")
+                     f"likely to change the answer by the surrogates' estimate: {likely.label} (P = "
+                     f"{likely.p_change or 0.0:.3f}, a model's belief, not a measured error rate)")
     return "\n".join(lines)

@@ -46,6 +46,10 @@ CV_FOLDS = 5  # folds of the cross-validation that widens the spread of configur
 # the cross-validation refits on at most this many rows (a seeded draw of whole configurations): its cost grows as
 # rows^3, and a refit on fewer rows tends to miss more, so the widening tends to err wide
 CV_MAX_ROWS = 150
+# how the cross-validated misses set the widening: "rms" (their root mean square), or "conformal" (the
+# ceil((n + 1) 0.95)-th smallest |z| of the n held-out rows over 1.96, split-conformal's 95% quantile: the spread at
+# which 95% of the held-out rows would have fallen inside; issue 54)
+CV_SCALE_RULE = "rms"
 MIN_SD_LINEAR = 0.05  # percentage points, for the accuracy drop
 LINEAR_METRICS = ("accuracy_drop_pct",)
 
@@ -211,6 +215,10 @@ def cv_scale(kind: str, X: object, y: object, keys: Sequence[str], seed: int = 0
         model = _model(kind, X.shape[1], seed).fit(X[train], y[train])  # type: ignore[attr-defined]
         mu, sd = model.predict(X[held], return_std=True)  # type: ignore[attr-defined]
         zs += list((y[held] - mu) / np.maximum(sd, floor))
+    if CV_SCALE_RULE == "conformal":
+        ranked = sorted(abs(float(z)) for z in zs)
+        rank = min(len(ranked), math.ceil((len(ranked) + 1) * 0.95))
+        return max(1.0, ranked[rank - 1] / 1.959964)
     return max(1.0, float(np.sqrt(np.mean(np.square(zs)))))
 
 

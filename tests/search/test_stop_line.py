@@ -23,6 +23,9 @@ def test_a_settled_answer_says_its_configurations_have_every_planned_repeat():
     assert final.stop.endswith("and the answer's configurations have every planned repeat measured"), final.stop
     assert "P(any of the " in final.stop and " changes it) = " in final.stop
     assert "no answer" not in final.stop
+    # the P is the surrogates' estimate, and the line says so (issue 54: not a measured error rate)
+    assert "by the surrogates' estimate (P(any of the " in final.stop
+    assert "a model's belief, not a measured error rate" in final.stop
 
 
 def test_no_answer_is_said_and_no_repeats_are_claimed_even_when_everything_is_measured():
@@ -67,10 +70,11 @@ def test_a_settled_front_says_what_counted_as_a_change_by_its_plan_of_repeats():
     pareto = Goal("pareto")
     final, _picks, _measured = replay(points, rows.__getitem__, pareto, surrogate="loglinear")
     assert final.stop is not None and final.stop.startswith(
-        "settled: no configuration left is likely to change the front beyond the intervals of the repeats (the "
-        "most likely, "), final.stop
+        "settled: no configuration left is likely to change the front beyond the intervals of the repeats by the "
+        "surrogates' estimate (the most likely, "), final.stop
     single = [replace(p, hashes=p.hashes[:1]) for p in points]  # the same plan with one repeat each
     final, _picks, measured = replay(single, rows.__getitem__, pareto, surrogate="loglinear")
     assert final.stop is not None and final.stop.startswith(
-        "settled: no configuration left is likely to change the front (the most likely, "), final.stop
+        "settled: no configuration left is likely to change the front by the surrogates' estimate (the most "
+        "likely, "), final.stop
     assert all(h.endswith("r0") for h in measured)
