@@ -34,12 +34,21 @@ INTERNAL_USERS = {
     # checks the answer layer's interval of the median and its rank test on known distributions (stated vs actual
     # coverage): it tests a statistical method, it measures no device
     "interval_coverage.py",
+    # runs `best`'s selection (edgebench.answer.best.answer_from_runs) on rows of known draws: it tests a statistical
+    # procedure with the pick the code makes, it measures no device
+    "selection_ties.py",
+    # measures identical configurations through the CLI (`edgebench bench`, spawned) and reads the rows with the
+    # answer layer `edgebench best` runs, to count its false "resolved" verdicts on real measurements
+    "selection_twins.py",
     # measures through the CLI (`edgebench bench`, spawned and forked workers interleaved); imports only the answer
     # layer's interval of the median to state its per-pair ratios' interval at its real coverage
     "worker_start.py",
     # measures through the CLI (`edgebench bench` from two checkouts, interleaved); imports only the answer layer's
     # interval of the median, as worker_start.py
     "setup_ab.py",
+    # reads the stored grids with the answer layer (edgebench.answer: its identity and limit rule) against a csv
+    # reading of its own: it checks a rule on recorded rows, it measures nothing
+    "identity_and_limits.py",
 }
 
 

@@ -109,6 +109,12 @@ class RunSection(Section):
     accuracy_samples: int = Field(default=16, ge=0, description="fixed inputs compared against FP32 (0 = off)",
                                   json_schema_extra=PER_ROW)
     repeats: int = Field(default=1, ge=1, description="measure every config this many times (rows differ in `repeat`)")
+    repeat_order: Literal["interleaved", "grouped"] = Field(
+        default="interleaved",
+        description="interleaved: a model's configurations are measured once per round, each round in the reverse "
+                    "order of the one before, so a host that drifts over the sweep falls alike on all of them (the "
+                    "verdict's rank test assumes it); grouped: a configuration's repeats back to back, where drift "
+                    "between configurations reads as a difference")
     rate_hz: float | None = Field(default=None, ge=0.001, allow_inf_nan=False, json_schema_extra=PER_ROW,
                                   description="open loop: each instance is a stream with this fixed arrival rate "
                                               "(inferences/s); latency counts queueing (end - scheduled arrival). "

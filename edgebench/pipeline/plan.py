@@ -12,7 +12,8 @@ from edgebench.config.problems import did_you_mean, unknown_text
 from edgebench.config.profile import Profile
 from edgebench.config.run_config import RunConfig
 from edgebench.errors import EdgebenchError
-from edgebench.models.spec import list_models, load_model_spec
+from edgebench.models.spec import ModelSpec, list_models, load_model_spec
+from edgebench.pipeline.workload import model_workload, with_precision
 from edgebench.placement import Placement, compact_placement, placements_of
 from edgebench.runner.mps import mps_missing_reason
 
@@ -72,16 +73,44 @@ def model_batches(profile: Profile, model: str, fixed_batches: dict[str, int] | 
     return [fixed] if fixed is not None else list(profile.sweep.batches)
 
 
+def _ordered_combos(power_modes: list[str | None], models: list[str], backends: list[str], profile: Profile,
+                    batches: dict[str, list[int]], option_sets: list[tuple]) -> list[tuple]:
+    """(power mode, model, backend, precision, batch, placements, mode, sharing, options, repeat) in the order the
+    sweep measures them. run.repeat_order interleaved (the default): a model's configurations are measured once per
+    round, each round in the reverse order of the one before (A B C, C B A, A B C ...), so a host that drifts over
+    the sweep (a busy neighbour, heat) falls alike on every configuration instead of on the ones measured later:
+    with a configuration's repeats back to back (grouped), identical configurations on a busy host were "resolved"
+    apart by the rank test (benchmarks/selection_twins.py, docs/results/calibration/selection-twins-*.md). The
+    reversal keeps rows of one warm-pool key together, and cancels a drift linear in time."""
+    run = profile.run
+    out: list[tuple] = []
+    for pm, m in itertools.product(power_modes, models):
+        configs = [(b, p, batch, pl, mo, g, o)
+                   for b, p in itertools.product(backends, profile.sweep.precisions)
+                   for batch, pl, mo, g, o in itertools.product(batches[m], placement_sets(profile), profile.sweep.modes,
+                                                                run.sharing_modes, option_sets)]
+        if run.repeat_order == "grouped":
+            out += [(pm, m, *c, r) for c in configs for r in range(run.repeats)]
+            continue
+        for r in range(run.repeats):
+            out += [(pm, m, *c, r) for c in (configs if r % 2 == 0 else configs[::-1])]
+    return out
+
+
 def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
            fixed_batches: dict[str, int] | None = None, resumed_threads: Mapping[int, int] | None = None,
-           input_values: Mapping[str, Mapping[str, Any]] | None = None) -> list[PlannedRun]:
-    """Every combination of the sweep, in a stable order (power mode, model, backend, precision, batch, placements,
-    mode, GPU sharing, option set, repeat): the power mode is outermost so the board switches once per group of rows.
+           input_values: Mapping[str, Mapping[str, Any]] | None = None,
+           specs: Mapping[str, ModelSpec] | None = None) -> list[PlannedRun]:
+    """Every combination of the sweep, in a stable order (_ordered_combos: power mode, model, then the repeats in
+    rounds, or back to back with run.repeat_order grouped): the power mode is outermost so the board switches once
+    per group of rows.
 
     `onnx_model` replaces the model list with one external ONNX (edgebench run --onnx). A model whose graph fixes
     the batch runs at that batch only (`fixed_batches` for external ONNX; model specs say dynamic_batch: false).
     `input_values`: per model, its fixed input values (cli resolves them from the specs and sweep.values); they are
-    part of each config (its hash and label).
+    part of each config (its hash and label). `specs`: the specs the command line made (run --onnx's, run --model
+    --data's; what ModelCache gets as onnx_specs): with the profile they give each config its workload
+    (pipeline/workload.py), part of its hash and its rows' identity.
     """
 
     models = [onnx_model] if onnx_model else list(profile.sweep.models)
@@ -108,12 +137,8 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
                             "set power.allow_changes: true to allow it")
     planned: list[PlannedRun] = []
     batches = {m: model_batches(profile, m, fixed_batches) for m in models}
-    combos = (
-        (pm, m, b, p, batch, pl, mo, g, o, r)
-        for pm, m, b, p in itertools.product(power_modes, models, backends, profile.sweep.precisions)
-        for batch, pl, mo, g, o, r in itertools.product(batches[m], placement_sets(profile), profile.sweep.modes,
-                                                        run.sharing_modes, option_sets, range(run.repeats))
-    )
+    workloads = {m: model_workload(profile, m, (specs or {}).get(m)) for m in models}
+    combos = _ordered_combos(power_modes, models, list(backends), profile, batches, option_sets)
     for power_mode, model, backend_name, precision, batch, placements, mode, sharing, options, repeat in combos:
         cfg = RunConfig(
             model=model,
@@ -128,6 +153,7 @@ def expand(profile: Profile, env: Env, *, onnx_model: str | None = None,
             power_mode=power_mode,
             gpu_sharing=sharing,
             input_values=tuple(sorted((input_values or {}).get(model, {}).items())),
+            workload=with_precision(workloads[model], profile, precision),
             **run.per_row_values(),  # warmup_s, duration_s, ...: the run fields marked per_row
         )
         planned.append(PlannedRun(cfg, backends[backend_name].supports(cfg, env) or gpu_sharing_skip_reason(cfg)))

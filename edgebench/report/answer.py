@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from edgebench.answer.best import Answer, Limits, Ranked, best_answer
+from edgebench.answer.best import Answer, Limits, best_answer
 from edgebench.answer.candidates import value_text
 from edgebench.answer.intervals import METHOD
+from edgebench.answer.verdict import Ranked
 
 # ------------------------------------------------------------------------------------ text
 
