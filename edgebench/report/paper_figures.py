@@ -96,7 +96,7 @@ def groups(runs: list[Run]) -> list[Group]:
                              members, setup.runs))
     alike: dict[tuple, list[Group]] = defaultdict(list)
     for g in out:
-        alike[(g.setup, g.model, *(g.key.get(k) for k in GROUP_KEYS))].append(g)
+        alike[(g.setup, g.model) + tuple(g.key.get(k) for k in GROUP_KEYS)].append(g)  # 3.10: no * in []
     for same in alike.values():
         if len(same) > 1:
             for g in same:
