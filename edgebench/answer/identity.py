@@ -88,11 +88,20 @@ def tell_apart(identities: list[dict[str, Any]]) -> list[list[str]]:
 RECORDED_LATER = ("workload", "input_shapes", "onnx_sha256", "calibration_source")
 
 
+def _hash_unchanged(workload_cell: str) -> bool:
+    """Whether a workload cell (RunConfig.workload_cell) holds only the entries every row has had a field for (the
+    synthetic inputs' seed, fixed input values): then the row's config_hash is the one it had before the column."""
+    return all(part.split("=", 1)[0].strip() in ("seed", "values") for part in str(workload_cell).split("; "))
+
+
 def known_within_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of ONE run folder, where a row lacks a RECORDED_LATER cell that the folder's other rows of the same
     axes (the rest of IDENTITY) record with one value: a copy of it with that value (one plan ran them all, so a
     run resumed by a newer edgebench does not split a configuration into its old and new repeats). A cell the
-    folder records with two values, or not at all, stays as it is."""
+    folder records with two values, or not at all, stays as it is. A workload is taken only when it holds nothing
+    but the seed and fixed values (the config's own workload empty, so its config_hash is the one the older
+    edgebench wrote and --resume kept the old rows): a workload that changed the hash made --resume measure those
+    configurations again, and the old rows, whose inputs no cell says, stay a configuration of their own."""
     axes = [k for k in IDENTITY if k not in RECORDED_LATER]
     known: dict[tuple, dict[str, set[Any]]] = {}
     for r in rows:
@@ -104,6 +113,7 @@ def known_within_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         seen = known.get(tuple(r.get(k) for k in axes), {})
         fill = {col: next(iter(vals)) for col, vals in seen.items()
-                if len(vals) == 1 and r.get(col) in (None, "")}
+                if len(vals) == 1 and r.get(col) in (None, "")
+                and (col != "workload" or _hash_unchanged(next(iter(vals))))}
         out.append({**r, **fill} if fill else r)
     return out

@@ -36,6 +36,20 @@ def test_a_resumed_runs_old_and_new_repeats_are_one_configuration(tmp_path: Path
     assert only.considered == 1 and only.feasible[0].interval.n == 4
 
 
+def test_a_workload_that_changed_the_hash_is_never_filled_in(tmp_path: Path):
+    """Given shapes changed the config_hash, so --resume measured the configuration again: the old rows (no workload
+    cell, inputs unknown) must not pool with the new ones (issue 54: a missing field is never pooled with a known
+    one), while the seed-only workload of a spec run as it is (hash unchanged) is filled."""
+    old = [_row(i, 100.0 + i, None, repeat=i) for i in range(2)]
+    new = [_row(2 + i, 300.0 + i, "shapes=x:1x3x64x64; seed=0", repeat=i, shapes="x:float32[1x3x64x64]")
+           for i in range(2)]
+    answer = best_answer([_folder(tmp_path / "r", old + new)])
+    assert answer.answers[0].considered == 2
+    assert all(r["workload"] is None for r in known_within_run(old + new)[:2])
+    seed_only = [_row(4, 100.0, "values=x:0; seed=0")]
+    assert known_within_run(old + seed_only)[0]["workload"] == "values=x:0; seed=0"
+
+
 def test_the_fill_stays_inside_one_folder_and_needs_one_known_value(tmp_path: Path):
     old = [_row(0, 100.0, None), _row(1, 101.0, None, repeat=1)]
     elsewhere = [_row(2, 300.0, "seed=0", shapes="x:float32[1x3x8x8]")]
