@@ -49,6 +49,7 @@ from statistics import NormalDist
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_Z = 2.576  # two-sided 99%
 REFERENCE_FLOOR_PCT = 1.0
+REFERENCE_CAP_PCT = 3.0
 OVERLOAD_MARKS = ("backlog grows ", "offered rate not sustained", "latency grows ")
 
 
@@ -101,14 +102,17 @@ def capacity(code: Path, profile: Path, out: Path, env: dict, window_s: float, s
     z = NormalDist().inv_cdf(1.0 - 0.01 / (2 * sub_windows))
     se = bound / z / math.sqrt(sub_windows) if bound is not None else None
     return {"per_s": per_s, "se_pct": se, "status": row["status"], "reason": row.get("reason") or "",
-            "window_s": float(row["window_s"]), "at": t0}
+            "window_s": float(row["window_s"]), "at": t0, "busy": str(row.get("host_busy")).lower() == "true"}
 
 
 def reference_moved(before: dict, after: dict) -> tuple[float, bool]:
-    """(% moved, beyond what both readings' jitter explains at 99% and beyond 1%)."""
+    """(% moved, unsure): unsure when it moved beyond what both readings' jitter explains at 99% (at least 1%, at
+    most 3%) or either closed loop's row says host_busy (the rule of edgebench's SLO search, pipeline/slo_decide.py,
+    read here from the rows)."""
     moved = (after["per_s"] - before["per_s"]) / before["per_s"] * 100.0
-    allowed = max(REFERENCE_Z * math.hypot(before["se_pct"] or 0.0, after["se_pct"] or 0.0), REFERENCE_FLOOR_PCT)
-    return moved, abs(moved) > allowed
+    jitter = REFERENCE_Z * math.hypot(before["se_pct"] or 0.0, after["se_pct"] or 0.0)
+    allowed = min(max(jitter, REFERENCE_FLOOR_PCT), REFERENCE_CAP_PCT)
+    return moved, abs(moved) > allowed or bool(before.get("busy")) or bool(after.get("busy"))
 
 
 def verdict_of(row: dict) -> str:

@@ -77,6 +77,9 @@ class Capacity:
     # a closed loop's own jitter: one standard error of per_s, % of it (its sub-windows' spread, renewal model:
     # runner.metrics.jitter_sigma_pct / sqrt(sub-windows)); None where unknown
     se_pct: float | None = None
+    # a closed loop measured while other processes took a material share of the CPU/GPU its instances could use
+    # (the row's host_busy, with the figure its reason gives): '' when not; a busy host lowers a closed loop's reading
+    busy: str = ""
 
     def streams(self, rate_hz: float) -> int:
         """The most streams of `rate_hz` it admits: floor(per_s / rate_hz)."""
@@ -86,12 +89,24 @@ class Capacity:
 REFERENCE_Z = 2.576  # two-sided 99%: how far apart two readings of one capacity may be from their jitter alone
 REFERENCE_FLOOR_PCT = 1.0  # below this the readings agree whatever their jitter says (a 1% overload is the finest
 # load the calibration decides: docs/results/calibration/capacity-verdict.md)
+# above this a reference moved too far for a load stated against it, whatever its jitter says: the jitter of a
+# closed loop of processes sharing one device (each process's gaps between completions) overstates the noise of
+# their total (on the serial device: 51 consecutive readings moved at most 1.12% where that jitter allowed 2-34%)
+REFERENCE_CAP_PCT = 3.0
 
 
 def reference_allowed_pct(before: Capacity, after: Capacity) -> float:
     """How far apart (% of `before`) two readings of one capacity may be: what both readings' jitter explains at 99%,
-    at least REFERENCE_FLOOR_PCT."""
-    return max(REFERENCE_Z * math.hypot(before.se_pct or 0.0, after.se_pct or 0.0), REFERENCE_FLOOR_PCT)
+    at least REFERENCE_FLOOR_PCT and at most REFERENCE_CAP_PCT."""
+    jitter = REFERENCE_Z * math.hypot(before.se_pct or 0.0, after.se_pct or 0.0)
+    return min(max(jitter, REFERENCE_FLOOR_PCT), REFERENCE_CAP_PCT)
+
+
+def reference_busy(before: Capacity, after: Capacity | None) -> str:
+    """'' when neither reading of the reference was taken on a busy host, else which and the figure: a host busy for
+    the whole search lowers both readings alike, so their agreement says nothing of the device's capacity."""
+    busy = [f"the {c.source} ({c.busy})" for c in (before, after) if c is not None and c.busy]
+    return "; ".join(busy)
 
 
 def reference_moved_pct(before: Capacity, after: Capacity) -> float | None:
@@ -103,7 +118,11 @@ def reference_moved_pct(before: Capacity, after: Capacity) -> float | None:
 
 
 def reference_note(before: Capacity, after: Capacity | None) -> str | None:
-    """The note of a capacity reference that moved during the search (None when it held or was not re-measured)."""
+    """The note of a capacity reference that moved during the search or was read on a busy host (None when it held
+    on a host that was not busy, or was not re-measured and not busy)."""
+    if (busy := reference_busy(before, after)):
+        return (f"capacity reference unsure: measured on a busy host, {busy}: a busy host lowers a closed loop's "
+                "reading, so the device may serve more than the reference the counts were bounded by")
     if after is None or (moved := reference_moved_pct(before, after)) is None:
         return None
     return (f"capacity reference unsure: the {before.source} read {before.per_s:.4g}/s before the probes and "

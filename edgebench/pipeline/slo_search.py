@@ -46,9 +46,10 @@ The reference is measured again (issue 54). A busy host makes a closed loop read
 unnoticed is part of every verdict it bounds. So after its probes the search runs the same closed loop again (repeat
 k * R + 1, a row of its own; with R = 1 that is search k + 1's closed loop before its probes, which reads it rather than
 measuring it twice) and compares: when the two readings differ by more than both their jitter explains at 99% (each
-row's stability_bound_pct over its sub-windows) and by more than 1%, the line's
-`capacity_reference` says `unsure (<signed % moved>)` and a note names both readings (`capacity reference unsure: ...`);
-else `steady (<signed % moved>)`. slo_search.csv gives `capacity_after_per_s` beside `capacity_per_s`.
+row's stability_bound_pct over its sub-windows; at least 1%, at most 3%), or either closed loop ran on a busy host
+(its row's host_busy: a host busy for the whole search lowers both alike), the line's `capacity_reference` says
+`unsure (<signed % moved>)` and a note names the readings (`capacity reference unsure: ...`); else
+`steady (<signed % moved>)`. slo_search.csv gives `capacity_after_per_s` beside `capacity_per_s`.
 
 Every distinct config of the plan with its instance count folded out is one search: backend option sets
 (eager / cuda_graph ...) and GPU sharing modes (time-slicing / mps) are searched one by one and reported
@@ -76,6 +77,7 @@ from edgebench.pipeline.slo_decide import (
     holds_at,
     monotonic_note,
     p99_list,
+    reference_busy,
     reference_moved_pct,
     reference_note,
     repeated_probe,
@@ -168,7 +170,13 @@ def capacity_of(streams: int, row: dict[str, Any] | None, sub_windows: int = 5,
                       f"{'' if when else '; the search probes without one'}")
     bound = row.get("stability_bound_pct")
     se = bound / stability_z(sub_windows) / math.sqrt(sub_windows) if bound is not None else None
-    return Capacity(inferences / window, label, se), ""
+    busy = ""
+    if row.get("host_busy") is True:
+        notes = [n for n in str(row.get("reason") or "").split("; ") if n.startswith("busy host")]
+        taken = row.get("cpu_taken_by_others_pct")
+        busy = notes[0] if notes else (f"others took {taken:.0f}% of the CPU its instances could use"
+                                        if taken is not None else "busy host")
+    return Capacity(inferences / window, label, se, busy), ""
 
 
 def first_window_s(needed_s: dict[int, float], streams: int) -> float | None:
@@ -327,13 +335,14 @@ def search_record(base: RunConfig, result: SloResult, repeats: int = 1) -> dict[
 
 def capacity_reference(result: SloResult) -> str | None:
     """slo_search.csv's capacity_reference: 'steady (<signed % moved>)' when the closed loop measured again after the
-    probes agrees with the one before (within reference_allowed_pct), 'unsure (<signed % moved>)' when it moved; None
-    without both."""
+    probes agrees with the one before (within reference_allowed_pct) and neither ran on a busy host, 'unsure
+    (<signed % moved>)' when it moved or either did; None without both."""
     before, after = result.capacity_before, result.capacity_after
     if before is None or after is None:
         return None
     moved = (after.per_s - before.per_s) / before.per_s * 100.0
-    return f"{'unsure' if reference_moved_pct(before, after) is not None else 'steady'} ({moved:+.1f}%)"
+    unsure = reference_moved_pct(before, after) is not None or bool(reference_busy(before, after))
+    return f"{'unsure' if unsure else 'steady'} ({moved:+.1f}%)"
 
 
 def _append_search(path: Path, record: dict[str, Any]) -> None:

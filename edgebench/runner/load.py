@@ -217,6 +217,10 @@ def slo_fields(cfg: RunConfig, instances: Sequence[InstanceResult], summary: Sum
     verdict, why = slo_verdict(summary.latency_ms.get("p99"), cfg.slo_ms, status, summary.inferences, over, reason,
                                trend=trend, horizon_s=horizon, queued=queued, overdue=overdue)
     met = {"met": True, "missed": False, "failed": False}.get(verdict)
+    if at_end is None and cfg.rate_hz is not None and instances:
+        why = "; ".join(w for w in (why, "slo: the arrivals still queued at the window's end are not counted (a "
+                                         "stream's schedule drawn again did not match what it served): early "
+                                         "stopping counted the served inferences only") if w)
     return {"slo_ms": cfg.slo_ms, "slo_met": met, "slo_verdict": verdict, "slo_horizon_s": horizon,
             "slo_growth_bound_ms": growth_bound_ms(trend, horizon),
             "slo_queries": summary.inferences + queued if at_end is not None else None,

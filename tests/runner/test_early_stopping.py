@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from scipy.stats import binom
 
 from edgebench.config.run_config import RunConfig
 from edgebench.runner.arrivals import StreamSchedule, arrival_seed_of
@@ -21,6 +20,9 @@ from edgebench.runner.load import early_stopping_window_s, p99_over_all, queued_
 from edgebench.runner.metrics import summarize
 
 MS = 1_000_000
+
+binom = pytest.importorskip("scipy.stats",
+                            reason="scipy (scikit-learn's dependency, the dev extra) checks the binomial sums").binom
 
 
 # ------------------------------------------------------------------------------------ the rule
