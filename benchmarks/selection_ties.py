@@ -17,7 +17,12 @@ Cases (each at n = 3..10 repeats a configuration):
 - unequal spread (the rank test's assumption): k = 2 with the same median, one configuration's spread 2x, 4x, 10x
   or 100x the other's. The rank test compares the two distributions, not only their medians; `best` asks a
   wholly-apart best at >= 6 repeats where the repeats' ranges differ > 3x (answer.verdict.SPREAD_ALIKE_RATIO);
-- power: k = 2, the best 3 standard deviations better (how often the verdict sees a real gap).
+- power: k = 2, the best 3 standard deviations better (how often the verdict sees a real gap);
+- unequal repeats (issue 54's review): k = 2 at n vs n + 2, n vs 2n, 2 vs n; k = 5 at (n, n, 2, 1, 1): counts
+  where a rank test reaches 95% below 4 vs 4 (3 vs 5: 96.4%, 2 vs 8: 95.6%) and where configurations are left
+  out as "not compared";
+- adaptive (an adaptive search's shape): k = 5 or 20 alike, each measured once, the 2 or 5 with the highest first
+  repeat measured to n (the first repeat kept), so which configurations have repeats was chosen from the values.
 The column `old rule` is the verdict before issue 54 (one-sided rank test of the best against the runner-up at 95%,
 computed from the same draws) for contrast.
 
@@ -59,6 +64,11 @@ class Case:
     true_best: int | None = None
     slo_ms: float | None = None
     is_power: bool = False  # the share reported is the share resolved on the true best (higher is better)
+    # unequal repeats: n -> each configuration's repeat count (None: n each)
+    counts: Any = None
+    # an adaptive search's shape: every configuration measured once, the `adaptive_top` with the highest first
+    # repeat measured to n repeats (the search repeats what looks best; the first repeat is kept)
+    adaptive_top: int = 0
 
 
 def _lognormal(scale_sigma: float = 1.0, median: float = 1.0):
@@ -90,6 +100,13 @@ CASES = [
     Case("same median, spread 10x", 2, _spread(10.0)),
     Case("same median, spread 100x", 2, _spread(100.0)),
     Case("power: k=2, best 3 sd better", 2, _shifted(0, math.exp(3 * SIGMA)), true_best=0, is_power=True),
+    Case("unequal repeats k=2 (n vs n + 2)", 2, _lognormal(), counts=lambda n: [n, n + 2]),
+    Case("unequal repeats k=2 (n vs 2n)", 2, _lognormal(), counts=lambda n: [n, 2 * n]),
+    Case("unequal repeats k=2 (2 vs n)", 2, _lognormal(), counts=lambda n: [2, n]),
+    Case("unequal repeats k=5 (n, n, 2, 1, 1)", 5, _lognormal(), counts=lambda n: [n, n, 2, 1, 1]),
+    Case("adaptive k=5 (top 2 of one repeat to n)", 5, _lognormal(), adaptive_top=2),
+    Case("adaptive k=20 (top 2 of one repeat to n)", 20, _lognormal(), adaptive_top=2),
+    Case("adaptive k=20 (top 5 of one repeat to n)", 20, _lognormal(), adaptive_top=5),
 ]
 
 
@@ -115,8 +132,15 @@ def run_case(case: Case, n: int, trials: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng([seed, CASES.index(case), n])
     counted = old = 0
     for _ in range(trials):
-        draws = [case.draw(rng, j, n) for j in range(case.k)]
-        lats = [np.exp(rng.normal(0.0, SIGMA, n)) for _ in range(case.k)]
+        if case.adaptive_top:
+            first = [case.draw(rng, j, 1) for j in range(case.k)]
+            top = set(sorted(range(case.k), key=lambda j: -float(first[j][0]))[:case.adaptive_top])
+            draws = [np.concatenate([first[j], case.draw(rng, j, n - 1)]) if j in top else first[j]
+                     for j in range(case.k)]
+        else:
+            counts = case.counts(n) if case.counts is not None else [n] * case.k
+            draws = [case.draw(rng, j, counts[j]) for j in range(case.k)]
+        lats = [np.exp(rng.normal(0.0, SIGMA, len(d))) for d in draws]
         limits = Limits(slo_ms=case.slo_ms, percentile="p90")
         answer = answer_from_runs([Run(path=Path("sim"), rows=_rows(draws, lats))], "throughput", limits)
         old += _old_rule(draws)

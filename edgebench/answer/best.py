@@ -19,7 +19,7 @@ Pure functions over typed rows (answer.candidates groups them into configuration
   other, which only lowers it. Measured, not assumed: benchmarks/selection_ties.py,
   docs/results/calibration/selection-ties.md (k = 2, 5, 20 alike configurations, n = 3..10: <= 5% within the
   binomial interval). Configurations with too few repeats for any outcome to reach 95% against the best's are not
-  compared and the verdict names them (the choice reads repeat counts, never values). 4 vs 4 repeats all apart is the least that can reach it (1 - 2/70 = 97.1%; 3 vs 3 reaches 90%). The
+  compared and the verdict names them (the choice reads repeat counts, never values). 4 vs 4 repeats all apart can reach it (1 - 2/70 = 97.1%; 3 vs 3 reaches 90%; 3 vs 5 and 2 vs 8 can too). The
   rank test's level assumes that configurations which perform alike vary alike across repeats (with the same
   median and a 2x-10x wider spread on one side it said "resolved" in up to 9.7% of trials), so when two repeats'
   ranges differ more than SPREAD_ALIKE_RATIO times the best must also be wholly apart at >= 6 repeats each

@@ -65,7 +65,7 @@ def test_three_repeats_wholly_apart_are_not_resolved_once_the_pick_is_counted(tm
     (only,) = best_answer([make_run(tmp_path / "r", rows)]).answers
     assert only.verdict.resolved is False and abs(only.verdict.confidence - 0.9) < 1e-12
     assert only.verdict.more_repeats == 1
-    assert "needs >= 4 usable repeats" in only.verdict.text and "confidence now 90%" in only.verdict.text
+    assert "needs more usable repeats to reach 95% (4 of each;" in only.verdict.text and "confidence now 90%" in only.verdict.text
     assert only.verdict.text.endswith("measure 1 more usable repeat(s) of the best and 1 more usable repeat(s) of "
                                       "the runner-up")
 
