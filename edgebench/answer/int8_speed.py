@@ -11,8 +11,12 @@ were not measured on a busy host (answer/busy_rows.row_busy: host_busy, or for o
 their CPU means), and enough of them that "every int8 repeat below every fp32 one" is not chance: with n and m
 repeats of two equally fast configurations that order comes 1 in C(n+m, n) times (the exact one-sided rank test;
 the direction is fixed before looking: this note is only ever about int8 being slower), so a cause needs
-1 / C(n+m, n) <= CAUSE_CHANCE (5%): 3 and 3 repeats at the least (1 in 20). Otherwise the note says what is missing:
-rows measured on a busy host, invalid rows, or too few repeats; it never names a cause from them.
+1 / C(n+m, n) <= CAUSE_CHANCE (5%): 3 and 3 repeats at the least (1 in 20). A run compares every configuration
+measured at both precisions, so the chance of naming a cause where none is must hold over all of them: Holm's
+step-down procedure at 5% over the run's comparisons (the k with rows that can carry one: the smallest chance
+needs 5%/k, the next 5%/(k-1), ...; two configurations at 3 and 3 repeats name none, at 4 and 4, 1 in 70, both).
+Otherwise the note says what is missing: rows measured on a busy host, invalid rows, or too few repeats; it never
+names a cause from them.
 
 Where the rows carry it, the note names the ratio and a cause only where the run's files show it:
 
@@ -134,26 +138,60 @@ def _ratio_text(int8: list[float], fp32: list[float]) -> tuple[str, str]:
     return f"{ratio:.3g}x", f"{mid8:.4g} vs {mid32:.4g}/s, median of {len(int8)} and {len(fp32)} repeat(s)"
 
 
-def config_note(rows: list[dict[str, Any]], system: dict[str, Any] | None) -> str | None:
-    """The note of one configuration's fp32 and int8 rows (measured ones), or None when int8 does not read slower."""
+def _carried(rows: list[dict[str, Any]], cores: int | None) -> tuple[list[float], list[float]]:
+    """(int8, fp32) throughputs of the rows that can carry a cause."""
+    carry = {p: [r for r in rows if r.get("precision") == p and cannot_carry(r, cores) is None]
+             for p in ("int8", "fp32")}
+    return _throughputs(carry["int8"]), _throughputs(carry["fp32"])
+
+
+def chance_of(rows: list[dict[str, Any]], cores: int | None) -> float | None:
+    """The comparison's chance (its p) when its rows can carry a cause: 1 / C(n+m, n) where every int8 repeat is below
+    every fp32 one, else 1; None when one precision has no such row (no comparison made)."""
+    int8, fp32 = _carried(rows, cores)
+    if not int8 or not fp32:
+        return None
+    return order_chance(len(int8), len(fp32)) if max(int8) < min(fp32) else 1.0
+
+
+def holm_needed(chances: dict[Any, float]) -> dict[Any, tuple[bool, float]]:
+    """Holm's step-down at CAUSE_CHANCE over one run's comparisons: key -> (named, the chance it needed). The i-th
+    smallest (from 0) of k needs CAUSE_CHANCE / (k - i), and only while every smaller one was named."""
+    k, out, going = len(chances), {}, True
+    for i, (key, chance) in enumerate(sorted(chances.items(), key=lambda kv: kv[1])):
+        needed = CAUSE_CHANCE / (k - i)
+        going = going and chance <= needed
+        out[key] = (going, needed)
+    return out
+
+
+def config_note(rows: list[dict[str, Any]], system: dict[str, Any] | None,
+                holm: tuple[bool, float] | None = None, family: int = 1) -> str | None:
+    """The note of one configuration's fp32 and int8 rows (measured ones), or None when int8 does not read slower.
+    `holm`: (named, the chance its rank needed) by Holm's procedure over the run's `family` comparisons (holm_needed);
+    None: this comparison alone, at CAUSE_CHANCE."""
     cores = ((system or {}).get("cpu") or {}).get("logical_cores")
     by = {p: [r for r in rows if r.get("precision") == p] for p in ("int8", "fp32")}
     if not by["int8"] or not by["fp32"]:
         return None
-    carry = {p: [r for r in rs if cannot_carry(r, cores) is None] for p, rs in by.items()}
-    int8, fp32 = _throughputs(carry["int8"]), _throughputs(carry["fp32"])
-    row = (carry["int8"] or by["int8"])[0]
+    int8, fp32 = _carried(rows, cores)
+    carry8 = [r for r in by["int8"] if cannot_carry(r, cores) is None]
+    row = (carry8 or by["int8"])[0]
     if int8 and fp32 and max(int8) < min(fp32):
         ratio, figures = _ratio_text(int8, fp32)
         chance = order_chance(len(int8), len(fp32))
-        if chance <= CAUSE_CHANCE:
+        named, needed = holm if holm is not None else (chance <= CAUSE_CHANCE, CAUSE_CHANCE)
+        if named:
             return (f"int8 is {ratio} slower than fp32 for {config_text(row)} ({figures}, ok and not on a busy "
                     f"host, every int8 repeat below every fp32 one: 1 in {round(1 / chance)} by chance); "
                     f"{likely_cause(row, system)}")
+        need = (f"with {family} int8/fp32 comparisons in this run causes are named by Holm's step-down at 5%: the "
+                f"rarest order needs 1 in {round(family / CAUSE_CHANCE)} or rarer, the next 1 in "
+                f"{round((family - 1) / CAUSE_CHANCE)}, ... (4 repeats of each: 1 in 70)" if family > 1 else
+                "a cause needs 1 in 20 or rarer (3 repeats of each: --repeats 3)")
         return (f"int8 read {ratio} slower than fp32 for {config_text(row)} ({figures}, ok and not on a busy host); "
                 f"no cause named: every int8 repeat below every fp32 one comes 1 in {round(1 / chance)} times by "
-                "chance when the two are equally fast, and a cause needs 1 in 20 or rarer (3 repeats of each: "
-                "--repeats 3)")
+                f"chance when the two are equally fast, and {need}")
     int8_all, fp32_all = _throughputs(by["int8"]), _throughputs(by["fp32"])
     if not int8_all or not fp32_all or max(int8_all) >= min(fp32_all):
         return None
@@ -172,7 +210,10 @@ def slow_int8_notes(runs: list[Run]) -> list[str]:
         for r in run.rows:
             if r.get("status") in MEASURED and r.get("precision") in ("fp32", "int8"):
                 groups[tuple(r.get(k) for k in SAME_CONFIG)].append(r)
-        for rows in groups.values():
-            if (note := config_note(rows, run.system)) is not None:
+        cores = ((run.system or {}).get("cpu") or {}).get("logical_cores")
+        chances = {key: c for key, rows in groups.items() if (c := chance_of(rows, cores)) is not None}
+        holm = holm_needed(chances)
+        for key, rows in groups.items():
+            if (note := config_note(rows, run.system, holm.get(key), len(chances))) is not None:
                 notes.append(note)
     return notes

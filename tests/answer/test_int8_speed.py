@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from edgebench.answer.best import answer_from_runs
-from edgebench.answer.int8_speed import CAUSE_CHANCE, order_chance, slow_int8_notes
+from edgebench.answer.int8_speed import CAUSE_CHANCE, holm_needed, order_chance, slow_int8_notes
 from edgebench.report.answer import to_text
 from edgebench.results.runs import Run
 
@@ -143,3 +143,23 @@ def test_the_stated_chance_holds_on_equally_fast_configurations():
         assert abs(ordered / trials - order_chance(n, m)) <= 4 * (order_chance(n, m) / trials) ** 0.5
         assert abs(named / trials - named_rate) <= 4 * (max(named_rate, 1e-9) / trials) ** 0.5
     assert order_chance(3, 3) <= CAUSE_CHANCE < order_chance(2, 4)
+
+
+def test_a_run_of_several_comparisons_names_causes_by_holms_procedure():
+    """Each int8/fp32 comparison alone is a 5% test; a run makes several, so causes are named by Holm's step-down at
+    5% over them: two configurations at 3 and 3 repeats (1 in 20 each) name none and say what one needs; at 4 and 4
+    (1 in 70 each: <= 2.5% and 5%) both are named."""
+    def rows_of(n: int) -> list[dict]:
+        out = []
+        for model in ("a", "b"):
+            out += [row("int8", 50.0 + i, i, model=model) for i in range(n)]
+            out += [row("fp32", 200.0 + i, i, model=model) for i in range(n)]
+        return out
+    three = slow_int8_notes([run(rows_of(3), system([]))])
+    assert len(three) == 2 and all(n.startswith("int8 read ") and "VNNI" not in n for n in three)
+    assert all("with 2 int8/fp32 comparisons in this run causes are named by Holm's step-down at 5%: the rarest "
+               "order needs 1 in 40 or rarer, the next 1 in 20" in n for n in three)
+    four = slow_int8_notes([run(rows_of(4), system([]))])
+    assert len(four) == 2 and all(n.startswith("int8 is ") and "VNNI" in n for n in four)
+    assert holm_needed({"x": 0.01, "y": 0.04, "z": 0.03}) == {"x": (True, 0.05 / 3), "z": (False, 0.025),
+                                                               "y": (False, 0.05)}
