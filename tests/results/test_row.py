@@ -38,7 +38,7 @@ def facts(**kw) -> RowFacts:
     """A measured row's facts: the instances ran (no timelines) and the runner judged the window ok."""
     kw.setdefault("verdict", Verdict(judged=("ok", "")))
     kw.setdefault("run", RunOutcome("ok", "", [], 0, 0))
-    return RowFacts(dict(IDENT), cfg=kw.pop("cfg", CFG), summary=SUMMARY, **kw)
+    return RowFacts(dict(IDENT), cfg=kw.pop("cfg", CFG), summary=kw.pop("summary", SUMMARY), **kw)
 
 
 def build(f: RowFacts, **given: dict) -> Row:
@@ -278,16 +278,21 @@ def test_a_row_that_cannot_be_assembled_fails_alone_and_the_sweep_goes_on(tmp_pa
 
 
 def test_the_slo_step_judges_over_the_horizon_with_the_windows_latency_trend():
-    """p99 12.5 ms against 20 ms: a trend bounded at 0.04 ms/s could add 24 ms over 600 s (unmeasured, the reason
-    says what a longer window would settle), 4 ms over 100 s (met)."""
+    """p99 12.5 ms against 20 ms over 1,000 inferences (LoadGen's early stopping shows it: >= 459 with none over): a
+    trend bounded at 0.04 ms/s could add 24 ms over 600 s (unmeasured, the reason says what a longer window would
+    settle), 4 ms over 100 s (met). Over 200 inferences early stopping cannot show it: unmeasured whatever the
+    horizon, and the reason names the queries it needs."""
     slo = replace(CFG, slo_ms=20.0, rate_hz=15.0, placements=("gpu", "gpu"))
-    flat = LatencyTrend(0.01, -0.02, 0.04, span_s=2.0, bins=20, inferences=200, p50_ms=10.0)
-    row = build_row(facts(cfg=slo, trend=flat))
+    flat = LatencyTrend(0.01, -0.02, 0.04, span_s=2.0, bins=20, inferences=1000, p50_ms=10.0)
+    few = build_row(facts(cfg=replace(slo, slo_horizon_s=100.0), trend=flat))
+    assert few["slo_verdict"] == "unmeasured" and "LoadGen's early stopping needs 459 queries with 0 over" in few["reason"]
+    many = replace(SUMMARY, inferences=1000)
+    row = build_row(facts(cfg=slo, trend=flat, summary=many))
     assert (row["slo_verdict"], row["slo_met"], row["slo_horizon_s"]) == ("unmeasured", None, 600.0)
     assert row["slo_growth_bound_ms"] == pytest.approx(24.0) and row["status"] == "ok"
     assert "cannot exclude a growth of 0.04 ms/s" in row["reason"] and "= 36.5 ms > 20 ms" in row["reason"]
-    row = build_row(facts(cfg=replace(slo, slo_horizon_s=100.0), trend=flat))
+    row = build_row(facts(cfg=replace(slo, slo_horizon_s=100.0), trend=flat, summary=many))
     assert (row["slo_verdict"], row["slo_met"], row["reason"]) == ("met", True, None)
     assert row["slo_growth_bound_ms"] == pytest.approx(4.0)
-    assert build_row(facts(cfg=replace(slo, slo_horizon_s=0.0)))["slo_verdict"] == "met"  # the window alone
-    assert build_row(facts(cfg=slo))["slo_verdict"] == "unmeasured"  # no trend: no bound over the horizon
+    assert build_row(facts(cfg=replace(slo, slo_horizon_s=0.0), summary=many))["slo_verdict"] == "met"  # the window
+    assert build_row(facts(cfg=slo, summary=many))["slo_verdict"] == "unmeasured"  # no trend: no bound over the horizon
