@@ -112,8 +112,8 @@ def known_within_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         seen = known.get(tuple(r.get(k) for k in axes), {})
-        fill = {col: next(iter(vals)) for col, vals in seen.items()
-                if len(vals) == 1 and r.get(col) in (None, "")
-                and (col != "workload" or _hash_unchanged(next(iter(vals))))}
+        fill = {col: next(iter(vals)) for col, vals in seen.items() if len(vals) == 1 and r.get(col) in (None, "")}
+        if r.get("workload") in (None, "") and "workload" in fill and not _hash_unchanged(fill["workload"]):
+            fill = {}  # not the same configuration (its hash changed): none of the newer rows' cells is its
         out.append({**r, **fill} if fill else r)
     return out

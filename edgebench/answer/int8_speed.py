@@ -43,7 +43,8 @@ from edgebench.results.runs import Run
 MEASURED = ("ok", "invalid")
 CAUSE_CHANCE = 0.05  # the most chance an all-int8-below-fp32 order may have for a cause to be named
 SAME_CONFIG = ("model", "backend", "batch", "instances", "placement", "mode", "options", "power_mode", "gpu_sharing",
-               "rate_per_stream_hz")
+               "rate_per_stream_hz", "threads_per_instance", "input_shapes")  # not the workload: int8's holds its
+# calibration settings, fp32's none
 X86 = ("x86_64", "amd64", "i386", "i686", "x86")
 X86_DOT = ("avx512_vnni", "avx_vnni", "amx_int8")
 ARM_DOT = ("asimddp", "i8mm")
@@ -154,14 +155,25 @@ def chance_of(rows: list[dict[str, Any]], cores: int | None) -> float | None:
     return order_chance(len(int8), len(fp32)) if max(int8) < min(fp32) else 1.0
 
 
+def repeats_for_family(family: int) -> int:
+    """The fewest equal repeats n of int8 and fp32 whose all-below order, 1 / C(2n, n), is rare enough for the
+    first step of Holm's procedure over `family` comparisons (CAUSE_CHANCE / family)."""
+    n = 1
+    while order_chance(n, n) > CAUSE_CHANCE / max(family, 1):
+        n += 1
+    return n
+
+
 def holm_needed(chances: dict[Any, float]) -> dict[Any, tuple[bool, float]]:
     """Holm's step-down at CAUSE_CHANCE over one run's comparisons: key -> (named, the chance it needed). The i-th
-    smallest (from 0) of k needs CAUSE_CHANCE / (k - i), and only while every smaller one was named."""
-    k, out, going = len(chances), {}, True
+    smallest (from 0) of k needs CAUSE_CHANCE / (k - i), and only while every smaller one was named: once one is
+    not, none after it is, and each of those needed what the first not named needed."""
+    k, out, stop = len(chances), {}, None
     for i, (key, chance) in enumerate(sorted(chances.items(), key=lambda kv: kv[1])):
-        needed = CAUSE_CHANCE / (k - i)
-        going = going and chance <= needed
-        out[key] = (going, needed)
+        needed = CAUSE_CHANCE / (k - i) if stop is None else stop
+        if stop is None and chance > needed:
+            stop = needed
+        out[key] = (stop is None, needed)
     return out
 
 
@@ -185,9 +197,10 @@ def config_note(rows: list[dict[str, Any]], system: dict[str, Any] | None,
             return (f"int8 is {ratio} slower than fp32 for {config_text(row)} ({figures}, ok and not on a busy "
                     f"host, every int8 repeat below every fp32 one: 1 in {round(1 / chance)} by chance); "
                     f"{likely_cause(row, system)}")
-        need = (f"with {family} int8/fp32 comparisons in this run causes are named by Holm's step-down at 5%: the "
-                f"rarest order needs 1 in {round(family / CAUSE_CHANCE)} or rarer, the next 1 in "
-                f"{round((family - 1) / CAUSE_CHANCE)}, ... (4 repeats of each: 1 in 70)" if family > 1 else
+        need = (f"with {family} int8/fp32 comparisons in this run causes are named by Holm's step-down at 5%: this "
+                f"one needed 1 in {round(1 / needed)} or rarer at its rank, the rarest order 1 in "
+                f"{round(family / CAUSE_CHANCE)} ({repeats_for_family(family)} repeats of each reach that)"
+                if family > 1 else
                 "a cause needs 1 in 20 or rarer (3 repeats of each: --repeats 3)")
         return (f"int8 read {ratio} slower than fp32 for {config_text(row)} ({figures}, ok and not on a busy host); "
                 f"no cause named: every int8 repeat below every fp32 one comes 1 in {round(1 / chance)} times by "

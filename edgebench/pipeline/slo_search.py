@@ -172,7 +172,7 @@ def capacity_of(streams: int, row: dict[str, Any] | None, sub_windows: int = 5,
     se = bound / stability_z(sub_windows) / math.sqrt(sub_windows) if bound is not None else None
     busy = ""
     if row.get("host_busy") is True:
-        notes = [n for n in str(row.get("reason") or "").split("; ") if n.startswith("busy host")]
+        notes = [n for n in str(row.get("reason") or "").split("; ") if n.startswith(("busy host", "busy GPU"))]
         taken = row.get("cpu_taken_by_others_pct")
         busy = notes[0] if notes else (f"others took {taken:.0f}% of the CPU its instances could use"
                                         if taken is not None else "busy host")

@@ -45,7 +45,7 @@ def test_a_workload_that_changed_the_hash_is_never_filled_in(tmp_path: Path):
            for i in range(2)]
     answer = best_answer([_folder(tmp_path / "r", old + new)])
     assert answer.answers[0].considered == 2
-    assert all(r["workload"] is None for r in known_within_run(old + new)[:2])
+    assert all(r["workload"] is None and r["input_shapes"] is None for r in known_within_run(old + new)[:2])
     seed_only = [_row(4, 100.0, "values=x:0; seed=0")]
     assert known_within_run(old + seed_only)[0]["workload"] == "values=x:0; seed=0"
 

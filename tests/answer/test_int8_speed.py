@@ -8,7 +8,13 @@ import random
 from pathlib import Path
 
 from edgebench.answer.best import answer_from_runs
-from edgebench.answer.int8_speed import CAUSE_CHANCE, holm_needed, order_chance, slow_int8_notes
+from edgebench.answer.int8_speed import (
+    CAUSE_CHANCE,
+    holm_needed,
+    order_chance,
+    repeats_for_family,
+    slow_int8_notes,
+)
 from edgebench.report.answer import to_text
 from edgebench.results.runs import Run
 
@@ -157,9 +163,13 @@ def test_a_run_of_several_comparisons_names_causes_by_holms_procedure():
         return out
     three = slow_int8_notes([run(rows_of(3), system([]))])
     assert len(three) == 2 and all(n.startswith("int8 read ") and "VNNI" not in n for n in three)
-    assert all("with 2 int8/fp32 comparisons in this run causes are named by Holm's step-down at 5%: the rarest "
-               "order needs 1 in 40 or rarer, the next 1 in 20" in n for n in three)
+    assert all("with 2 int8/fp32 comparisons in this run causes are named by Holm's step-down at 5%: this one "
+               "needed 1 in 40 or rarer at its rank, the rarest order 1 in 40 (4 repeats of each reach that)" in n
+               for n in three)
+    # 1 in 20, 70, 252, 924 at 3, 4, 5, 6 repeats: 5%/k for k = 1; 2-3; 4-12; 13-46
+    assert [repeats_for_family(k) for k in (1, 2, 3, 4, 12, 13)] == [3, 4, 4, 5, 5, 6]
     four = slow_int8_notes([run(rows_of(4), system([]))])
     assert len(four) == 2 and all(n.startswith("int8 is ") and "VNNI" in n for n in four)
     assert holm_needed({"x": 0.01, "y": 0.04, "z": 0.03}) == {"x": (True, 0.05 / 3), "z": (False, 0.025),
-                                                               "y": (False, 0.05)}
+                                                               "y": (False, 0.025)}
+    assert holm_needed({"x": 0.01, "y": 0.02}) == {"x": (True, 0.025), "y": (True, 0.05)}

@@ -118,6 +118,9 @@ def test_the_capacity_measured_again_after_the_probes_says_whether_it_held():
     busy_note = reference_note(busy_before, busy_after)
     assert busy_note is not None and busy_note.startswith("capacity reference unsure: measured on a busy host, the "
                                                           "closed loop at 4 streams (busy host: other processes took")
+    gpu_busy, _ = capacity_of(4, {**busy_row, "reason": "busy GPU: other processes took 40% of the SM time of this "
+                                                        "row's GPU(s)", "cpu_taken_by_others_pct": 2.0})
+    assert gpu_busy is not None and gpu_busy.busy.startswith("busy GPU: other processes took 40%")
     quiet, _ = capacity_of(4, {**busy_row, "host_busy": False})
     assert quiet is not None and quiet.busy == "" and reference_note(quiet, quiet) is None
     # a row's jitter gives the standard error: stability_bound_pct / z(5 sub-windows) / sqrt(5)
