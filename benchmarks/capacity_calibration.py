@@ -46,34 +46,14 @@ import time
 from pathlib import Path
 from statistics import NormalDist
 
+from loadgen_agreement import profile_yaml  # the serial device's profile (benchmarks/ is on sys.path)
+
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_Z = 2.576  # two-sided 99%
 REFERENCE_FLOOR_PCT = 1.0
 REFERENCE_CAP_PCT = 3.0
+NAME, SCRIPT = "capacity-cal", "benchmarks/capacity_calibration.py"  # the profile's name and who wrote it
 OVERLOAD_MARKS = ("backlog grows ", "offered rate not sustained", "latency grows ")
-
-
-def profile_yaml(folder: Path, sleep_s: float, streams: int, seed: int) -> Path:
-    path = folder / f"serial-seed{seed}.yaml"
-    path.write_text(f"""name: capacity-cal
-extends: base
-description: the null backend's serial device of {sleep_s * 1e3:g} ms, for benchmarks/capacity_calibration.py
-sweep:
-  models: [tiny_cnn]
-  backends: ["null"]
-  precisions: [fp32]
-  batches: [1]
-  instances: [{streams}]
-  modes: [process]
-  option_sets: [{{sleep_s: {sleep_s}, serial_device: "{folder / 'device.lock'}"}}]
-run:
-  warmup_s: 1.0
-  accuracy_samples: 0
-  seed: {seed}
-telemetry:
-  samplers: [host]
-""")
-    return path
 
 
 def bench_row(code: Path, profile: Path, out: Path, env: dict, *args: str) -> dict:
@@ -183,14 +163,14 @@ def main() -> int:
         print(f"serial null device of {args.sleep_ms:g} ms (bound {bound:.4g}/s), {args.streams} random-phase "
               f"streams, {args.window_s:g} s windows, capacity closed loops of {args.cap_window_s:g} s; "
               f"{args.hogs} CPU hog(s); code {code}", flush=True)
-        cap = capacity(code, profile_yaml(out, sleep_s, args.streams, 0), out / "capacity-0", env, args.cap_window_s)
+        cap = capacity(code, profile_yaml(out, sleep_s, 0, args.streams, NAME, SCRIPT), out / "capacity-0", env, args.cap_window_s)
         n = 0
         for rnd in range(args.runs):
             order = loads[rnd % len(loads):] + loads[:rnd % len(loads)]
             for load in order:
                 n += 1
                 seed = 1000 + n
-                profile = profile_yaml(out, sleep_s, args.streams, seed)
+                profile = profile_yaml(out, sleep_s, seed, args.streams, NAME, SCRIPT)
                 reference = bound if load >= 1 and args.over_reference == "bound" else cap["per_s"]
                 rate = load * reference / args.streams
                 la0 = os.getloadavg()

@@ -176,18 +176,21 @@ def loadgen_run(service_s: float, qps: float, slo_ms: float, window_s: float, ou
             "early_stopping": field(r"Early stopping satisfied\s*:\s*(\S+)"), "wall_s": round(wall, 1)}
 
 
-def profile_yaml(folder: Path, service_s: float, seed: int = 0) -> Path:
+def profile_yaml(folder: Path, service_s: float, seed: int = 0, streams: int = 1, name: str = "loadgen-agree",
+                 script: str = "benchmarks/loadgen_agreement.py") -> Path:
+    """A profile of the null backend's serial device (one lock file in `folder`: one server of `service_s`), `streams`
+    instances, written as `folder`/NAME-seedSEED.yaml (benchmarks/capacity_calibration.py writes its own with it)."""
     lock = folder / "device.lock"
-    path = folder / f"loadgen-agree-seed{seed}.yaml"
-    path.write_text(f"""name: loadgen-agree
+    path = folder / f"{name}-seed{seed}.yaml"
+    path.write_text(f"""name: {name}
 extends: base
-description: one server of {service_s * 1e3:g} ms (the null backend's serial device), for benchmarks/loadgen_agreement.py
+description: one server of {service_s * 1e3:g} ms (the null backend's serial device), for {script}
 sweep:
   models: [tiny_cnn]
   backends: ["null"]
   precisions: [fp32]
   batches: [1]
-  instances: [1]
+  instances: [{streams}]
   modes: [process]
   option_sets: [{{sleep_s: {service_s}, serial_device: "{lock}"}}]
 run:
@@ -198,6 +201,13 @@ telemetry:
   samplers: [host]
 """)
     return path
+
+
+def keep(results: dict, out: Path, record: dict) -> None:
+    """One run's record: in results.json's list, and appended to records.jsonl at once (a run cut short keeps it)."""
+    results["runs"].append(record)
+    with open(out / "records.jsonl", "a") as fh:
+        fh.write(json.dumps(record) + "\n")
 
 
 def edgebench_run(code: Path, profile: Path, out: Path, env: dict, *args: str) -> tuple[list[dict], list[dict]]:
@@ -326,9 +336,7 @@ def main() -> int:
                     if e["capacity_after"] is not None:
                         e["load_vs_after"] = e["offered_per_s"] / e["capacity_after"]["per_s"]
                         cap_e = e["capacity_after"]  # the next run's reference: the latest reading
-                    results["runs"].append(e)
-                    with open(out / "records.jsonl", "a") as fh:
-                        fh.write(json.dumps(e) + "\n")
+                    keep(results, out, e)
                     print(f"r{rnd} {host:5s} edgebench {load:.1%}: offered {e['offered_per_s']:.4g}/s served "
                           f"{e['served_per_s']:.4g}/s, windows {e['windows_s']} s: {e['verdict']} ({e['status']}) "
                           f"p99 {e['p99_ms']} ms; queries {e['slo_queries']} over {e['slo_overlatency']}; capacity "
@@ -345,9 +353,7 @@ def main() -> int:
                              load_vs_before=qps / cap_b["per_s"], load_vs_after=qps / after_b["per_s"],
                              loadavg_before=la0, loadavg_after=os.getloadavg())
                     cap_b = after_b
-                    results["runs"].append(g)
-                    with open(out / "records.jsonl", "a") as fh:
-                        fh.write(json.dumps(g) + "\n")
+                    keep(results, out, g)
                     print(f"r{rnd} {host:5s} loadgen   {load:.1%}: target {qps:.4g}/s, completed "
                           f"{g['completed_qps']}/s: {g['result']} p99 {g['p99_ms']} ms (constraints "
                           f"{g['constraints']}, early stopping {g['early_stopping']}); capacity "
