@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from edgebench.telemetry.host_share import BUSY_SHARE_PCT, demand_cores
+from edgebench.telemetry.host_share import busy_notes as busy_notes  # for the report, which reads rows only
 
 
 def row_taken_pct(row: Mapping[str, Any], cores: int | None) -> float | None:

@@ -87,6 +87,7 @@ from edgebench.pipeline.sweep import SweepSession, run_sweep, sweep_session
 from edgebench.runner.backlog import GROWTH_MARK, OLD_GROWTH_MARK
 from edgebench.runner.load import P99_FLOOR, early_stopping_window_s, enough_window_s, horizon_window_s
 from edgebench.runner.metrics import NOT_SUSTAINED_MARK, stability_z
+from edgebench.telemetry.host_share import busy_notes
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgebench.backends.base import Env
@@ -172,7 +173,7 @@ def capacity_of(streams: int, row: dict[str, Any] | None, sub_windows: int = 5,
     se = bound / stability_z(sub_windows) / math.sqrt(sub_windows) if bound is not None else None
     busy = ""
     if row.get("host_busy") is True:
-        notes = [n for n in str(row.get("reason") or "").split("; ") if n.startswith(("busy host", "busy GPU"))]
+        notes = busy_notes(row.get("reason"))
         taken = row.get("cpu_taken_by_others_pct")
         busy = notes[0] if notes else (f"others took {taken:.0f}% of the CPU its instances could use"
                                         if taken is not None else "busy host")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgebench import __version__
+from edgebench.answer.busy_rows import busy_notes
 from edgebench.answer.comparability import summary_lines
 from edgebench.answer.pareto import ParetoFront, pareto_fronts
 from edgebench.report.anchors import load_anchors, match_anchors
@@ -151,7 +152,7 @@ def busy_host_blocks(runs: list[Run]) -> list[tuple]:
     for run in runs:
         busy = [r for r in run.rows if r.get("host_busy") is True]
         if busy:
-            notes = [n for r in busy for n in str(r.get("reason") or "").split("; ") if n.startswith("busy ")]
+            notes = [n for r in busy for n in busy_notes(r.get("reason"))]
             b.append(("h3", run.label))
             b.append(("p", [f"{len(busy)} row(s) (row_index {', '.join(str(r.get('row_index')) for r in busy[:20])}"
                             f"{' ...' if len(busy) > 20 else ''}) ran while other processes took a material share "

@@ -44,6 +44,12 @@ BUSY_SHARE_PCT = 10.0  # others took at least this share of the CPU the instance
 HOST_SOURCE = "host"
 GPU_OTHERS_CHANNEL = "others_gpu_sm_pct"  # nvml: SM utilization of processes that are not the row's
 GPU_PROCS_CHANNEL = "others_gpu_procs"  # nvml: how many processes that are not the row's hold the GPU
+NOTE_PREFIXES = ("busy host: ", "busy GPU: ")  # how BusyReading.note's parts start in a row's reason
+
+
+def busy_notes(reason: str | None) -> list[str]:
+    """The busy-host notes (BusyReading.note's parts) in a row's reason, in order; [] when there is none."""
+    return [n for n in str(reason or "").split("; ") if n.startswith(NOTE_PREFIXES)]
 
 
 def demand_cores(placements: Iterable[str], threads_per_instance: int | None, cores: int) -> float:
@@ -79,7 +85,7 @@ class CpuShare:
 
     def note(self) -> str:
         got = f" and got {self.instances_cores:.2g}" if self.instances_cores is not None else ""
-        return (f"busy host: other processes took {self.taken_pct:.0f}% of the CPU this row's instances could use "
+        return (f"{NOTE_PREFIXES[0]}other processes took {self.taken_pct:.0f}% of the CPU this row's instances could use "
                 f"({self.others_cores:.2g} of {self.cores} cores on average, {self.others_pct:.0f}% of the host, "
                 f"where the instances could use {self.demand:g}{got}): its throughput may be cut")
 
@@ -154,7 +160,7 @@ class BusyReading:
         notes = [self.cpu.note()] if self.cpu is not None and self.cpu.material else []
         if self.gpu_pct is not None and self.gpu_pct >= BUSY_SHARE_PCT:
             procs = f" ({self.gpu_procs:.0f} other process(es))" if self.gpu_procs else ""
-            notes.append(f"busy GPU: other processes took {self.gpu_pct:.0f}% of the SM time of this row's GPU(s)"
+            notes.append(f"{NOTE_PREFIXES[1]}other processes took {self.gpu_pct:.0f}% of the SM time of this row's GPU(s)"
                          f"{procs}: its throughput may be cut")
         return "; ".join(notes)
 
