@@ -91,7 +91,7 @@ RECORDED_LATER = ("workload", "input_shapes", "onnx_sha256", "calibration_source
 def _hash_unchanged(workload_cell: str) -> bool:
     """Whether a workload cell (RunConfig.workload_cell) holds only the entries every row has had a field for (the
     synthetic inputs' seed, fixed input values): then the row's config_hash is the one it had before the column."""
-    return all(part.split("=", 1)[0].strip() in ("seed", "values") for part in str(workload_cell).split("; "))
+    return set(workload_entries(workload_cell) or {}) <= {"seed", "values"}
 
 
 def known_within_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
