@@ -32,12 +32,12 @@ Where the rows carry it, the note names the ratio and a cause only where the run
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from typing import Any
 
 from edgebench.answer.busy_rows import row_busy, row_taken_pct
+from edgebench.answer.intervals import all_apart_chance as order_chance  # int8 all below fp32, by chance
 from edgebench.results.runs import Run
 
 MEASURED = ("ok", "invalid")
@@ -89,12 +89,6 @@ def config_text(row: dict[str, Any]) -> str:
     return (f"{row.get('model')}/{row.get('backend')}/b{row.get('batch')}/{row.get('instances')}x "
             f"{str(row.get('placement') or '').split('+')[0]}/{row.get('mode')}"
             + (f" [{row['options']}]" if row.get("options") else ""))
-
-
-def order_chance(n: int, m: int) -> float:
-    """The chance that n repeats of one configuration all read below m of another equally fast one: 1 / C(n+m, n)
-    (continuous throughputs, exchangeable repeats)."""
-    return 1.0 / math.comb(n + m, n)
 
 
 def cannot_carry(row: dict[str, Any], cores: int | None) -> str | None:

@@ -166,12 +166,18 @@ def picked_confidence(picked: list[float], other: list[float], higher_is_better:
     return None if conf is None else max(0.0, 1.0 - 2.0 * (1.0 - conf))
 
 
+def all_apart_chance(n: int, m: int) -> float:
+    """The chance that n repeats of one configuration all fall beyond (below, say) m of another alike one: 1 / C(n + m,
+    n), the exact rank test's smallest one-sided p (continuous values, exchangeable repeats)."""
+    return 1.0 / math.comb(n + m, n)
+
+
 def most_picked_confidence(n_picked: int, n_other: int) -> float:
     """The highest picked_confidence any n vs m repeats can give (every value of one side beyond the other's):
     1 - 2 / C(n + m, n). 4 vs 4: 97.1%; 3 vs 3: 90%; 3 vs 5: 96.4%."""
     if n_picked < 1 or n_other < 1:
         return 0.0
-    return 1.0 - 2.0 / math.comb(n_picked + n_other, n_picked)
+    return 1.0 - 2.0 * all_apart_chance(n_picked, n_other)
 
 
 def spread_ratio(a: list[float], b: list[float]) -> float:
